@@ -1,0 +1,107 @@
+"""Source indices and weights of linear interpolation along one axis, computed as ATen's CPU
+kernels compute them (``aten/src/ATen/native/UpSample.h``).
+
+Everything here builds small 1-D tensors that carry no gradient; they depend only on sizes,
+scales and dtypes, never on the values of the tensor being resized.
+
+ATen details reproduced (each one was checked against torch 2.13 CPU, see the tests):
+
+* The arithmetic type is ``opmath`` of the input dtype: float32 for float16 / bfloat16 /
+  float32, float64 for float64.
+* ``align_corners=False``: ``src = scale * (dst + 0.5) - 0.5`` is rounded once (the kernels are
+  compiled with FMA contraction), then clamped at 0. ``align_corners=True``: ``src = scale * dst``.
+* The floor of ``src`` is taken with ``floorf``, i.e. after rounding ``src`` to float32, even for
+  float64 input; the weight ``src - i0`` is then clamped to [0, 1].
+* An axis whose output size equals its input size is copied unchanged, whatever the scale.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple, Optional
+
+import torch
+
+__all__ = ["AxisPlan", "axis_plan", "compute_dtype"]
+
+_SPLIT = 134217729.0  # 2**27 + 1, Veltkamp's splitter for float64
+
+
+class AxisPlan(NamedTuple):
+    """Where each output sample of one axis reads from: ``out[j] = w0[j]*x[i0[j]] + w1[j]*x[i1[j]]``."""
+
+    i0: torch.Tensor  # int64, (out,)
+    i1: torch.Tensor  # int64, (out,)
+    w0: torch.Tensor  # compute dtype, (out,)
+    w1: torch.Tensor  # compute dtype, (out,)
+    identity: bool
+
+
+def compute_dtype(dtype: torch.dtype) -> torch.dtype:
+    """ATen's opmath type: float64 stays float64, every other float type computes in float32."""
+    return torch.float64 if dtype == torch.float64 else torch.float32
+
+
+def _fma_minus_half(scale: torch.Tensor, d: torch.Tensor) -> torch.Tensor:
+    """``scale * d - 0.5`` rounded once, in float64 (error-free product and sum, Dekker/Knuth)."""
+    p = scale * d
+    c = _SPLIT * scale
+    sh = c - (c - scale)
+    sl = scale - sh
+    c = _SPLIT * d
+    dh = c - (c - d)
+    dl = d - dh
+    e = ((sh * dh - p) + sh * dl + sl * dh) + sl * dl  # p + e == scale * d exactly
+    h = p - 0.5
+    bb = h - p
+    lo = (p - (h - bb)) + (-0.5 - bb)  # h + lo == p - 0.5 exactly
+    return h + (lo + e)
+
+
+def axis_scale(
+    in_size: int, out_size: int, align_corners: bool, scale_factor: Optional[float]
+) -> float:
+    """ATen's ``area_pixel_compute_scale`` in float64 (rounded to the compute dtype by the caller)."""
+    if align_corners:
+        return (in_size - 1) / (out_size - 1) if out_size > 1 else 0.0
+    if scale_factor is not None and scale_factor > 0:
+        return 1.0 / scale_factor
+    return float("nan")  # in/out, computed in the compute dtype by the caller
+
+
+def axis_plan(
+    in_size: int,
+    out_size: int,
+    align_corners: bool,
+    scale_factor: Optional[float],
+    dtype: torch.dtype,
+    device: torch.device,
+) -> AxisPlan:
+    """Indices and weights for one axis; ``dtype`` is the compute dtype (float32 or float64)."""
+    if in_size == out_size:
+        idx = torch.arange(out_size, device=device)
+        one = torch.ones(out_size, dtype=dtype, device=device)
+        return AxisPlan(idx, idx, one, torch.zeros_like(one), True)
+    j = torch.arange(out_size, dtype=torch.float64)
+    if align_corners:
+        if out_size > 1:
+            scale = torch.tensor(float(in_size - 1), dtype=dtype) / (out_size - 1)
+        else:
+            scale = torch.zeros((), dtype=dtype)
+        src = scale * j.to(dtype)
+    else:
+        if scale_factor is not None and scale_factor > 0:
+            scale = torch.tensor(1.0 / scale_factor, dtype=torch.float64).to(dtype)
+        else:
+            scale = torch.tensor(float(in_size), dtype=dtype) / out_size
+        # float32 operands multiply exactly in float64 and the sum is exact too, so one rounding
+        # to float32 afterwards is the fused result; float64 needs the error-free version.
+        if dtype == torch.float64:
+            src = _fma_minus_half(scale, j + 0.5)
+        else:
+            src = (scale.double() * (j + 0.5) - 0.5).to(dtype)
+        src = src.clamp_min(0)
+    i0 = src.to(torch.float32).floor().to(torch.int64).clamp_max(in_size - 1)
+    w1 = (src - i0.to(dtype)).clamp(0, 1)
+    w0 = 1 - w1
+    i1 = torch.where(i0 < in_size - 1, i0 + 1, i0)
+    return AxisPlan(i0.to(device), i1.to(device), w0.to(device), w1.to(device), False)

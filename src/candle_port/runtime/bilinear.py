@@ -1,0 +1,357 @@
+"""Bilinear / linear resize composed only of ops that candle can differentiate.
+
+The forward graph touching the input uses ``index_select``, ``gather``, ``matmul``, broadcast
+``mul``/``add``, ``permute``/``unsqueeze``/``squeeze`` (views), ``clone`` (copy) and ``to``
+(dtype). Everything else (indices, weights, dense interpolation matrices) is built from sizes
+alone and carries no gradient.
+"""
+
+from __future__ import annotations
+
+import math
+from functools import lru_cache
+from typing import List, Optional, Sequence, Tuple, Union
+
+import torch
+
+from ._coords import AxisPlan, axis_plan, compute_dtype
+
+__all__ = ["upsample_bilinear2d", "upsample_linear1d"]
+
+_Size = Union[int, Sequence[int], None]
+_Scale = Union[float, Sequence[float], None]
+
+# Per-axis composition, chosen by measurement (bench/runtime_speed.py, 2 threads, float32):
+# a dense (out x in) interpolation matrix and one GEMM beats index-and-lerp while the matrix is
+# small; past that, the cost of the dense GEMM grows with in*out per row and gather/index wins.
+_MATMUL_MAX_IN = 96  # use the dense matrix along an axis only when its input size is <= this
+
+
+# ---------------------------------------------------------------------------------------------
+# Small constants per axis, cached: they depend on sizes, scales, dtype and device only.
+
+
+@lru_cache(maxsize=256)
+def _plan(
+    in_size: int,
+    out_size: int,
+    align_corners: bool,
+    scale: Optional[float],
+    dtype: torch.dtype,
+    device: torch.device,
+) -> AxisPlan:
+    return axis_plan(in_size, out_size, align_corners, scale, dtype, device)
+
+
+def _build_dense(p: AxisPlan, in_size: int) -> torch.Tensor:
+    """The (out, in) interpolation matrix ``A`` with ``A[j, i0[j]] = w0[j]``, ``A[j, i1[j]] += w1[j]``."""
+    cols = torch.arange(in_size, device=p.i0.device)
+    a = (cols == p.i0[:, None]).to(p.w0.dtype) * p.w0[:, None]
+    return a + (cols == p.i1[:, None]).to(p.w1.dtype) * p.w1[:, None]
+
+
+@lru_cache(maxsize=256)
+def _dense(
+    in_size: int,
+    out_size: int,
+    align_corners: bool,
+    scale: Optional[float],
+    dtype: torch.dtype,
+    device: torch.device,
+) -> torch.Tensor:
+    return _build_dense(_plan(in_size, out_size, align_corners, scale, dtype, device), in_size)
+
+
+def _in_trace_or_fake() -> bool:
+    # Never cache tensors made under a dispatch mode (make_fx, FakeTensorMode, torch.compile):
+    # they would leak out of that context.
+    return torch._C._len_torch_dispatch_stack() > 0 or torch.compiler.is_compiling()
+
+
+def _get_plan(*key) -> AxisPlan:
+    return axis_plan(*key) if _in_trace_or_fake() else _plan(*key)
+
+
+def _get_dense(*key) -> torch.Tensor:
+    if _in_trace_or_fake():
+        return _build_dense(axis_plan(*key), key[0])
+    return _dense(*key)
+
+
+def clear_cache() -> None:
+    """Drop the cached per-axis index/weight tensors."""
+    _plan.cache_clear()
+    _dense.cache_clear()
+
+
+# ---------------------------------------------------------------------------------------------
+# One axis.
+
+
+def _lerp_index(x: torch.Tensor, dim: int, p: AxisPlan) -> torch.Tensor:
+    """``w0 * x.index_select(dim, i0) + w1 * x.index_select(dim, i1)``, weights broadcast on ``dim``."""
+    shape = [1] * (x.dim() - dim)
+    shape[0] = -1
+    w0, w1 = p.w0.reshape(shape), p.w1.reshape(shape)
+    return x.index_select(dim, p.i0) * w0 + x.index_select(dim, p.i1) * w1
+
+
+def _lerp_gather(x: torch.Tensor, p: AxisPlan) -> torch.Tensor:
+    """The same along the last dim with ``gather`` (faster than ``index_select`` there)."""
+    shape = x.shape[:-1] + (p.i0.numel(),)
+    g0 = torch.gather(x, -1, p.i0.expand(shape))
+    g1 = torch.gather(x, -1, p.i1.expand(shape))
+    return g0 * p.w0 + g1 * p.w1
+
+
+def _resample_axis(
+    x: torch.Tensor,
+    dim: int,
+    out_size: int,
+    align_corners: bool,
+    scale: Optional[float],
+    last_is_contiguous: bool,
+    method: Optional[str],
+) -> torch.Tensor:
+    """Resample ``x`` along ``dim`` (non-negative) to ``out_size``."""
+    in_size = x.shape[dim]
+    key = (in_size, out_size, align_corners, scale, x.dtype, x.device)
+    if method is None:
+        method = "matmul" if in_size <= _MATMUL_MAX_IN else "index"
+    if method == "matmul":
+        a = _get_dense(*key)
+        if dim == x.dim() - 1:
+            return torch.matmul(x, a.t())
+        if dim == x.dim() - 2:
+            return torch.matmul(a, x)
+        # channels_last: (N, H, W, C) with dim in {1, 2}; contract over dim with C kept inner.
+        return torch.matmul(a, x.flatten(dim + 1) if dim == 1 else x).reshape(
+            x.shape[:dim] + (out_size,) + x.shape[dim + 1 :]
+        )
+    p = _get_plan(*key)
+    if dim == x.dim() - 1 and last_is_contiguous:
+        return _lerp_gather(x, p)
+    return _lerp_index(x, dim, p)
+
+
+# ---------------------------------------------------------------------------------------------
+# Argument handling shared with the public wrappers.
+
+
+def _output_size_and_scales(
+    x: torch.Tensor,
+    size: _Size,
+    scale_factor: _Scale,
+    recompute_scale_factor: Optional[bool],
+    ndim: int,
+) -> Tuple[List[int], List[Optional[float]]]:
+    """Output sizes and the scales ATen will see, following ``F.interpolate``'s rules."""
+    spatial = list(x.shape[2:])
+    if size is not None and scale_factor is not None:
+        raise ValueError("only one of size or scale_factor should be defined")
+    if size is not None:
+        if recompute_scale_factor:
+            raise ValueError("recompute_scale_factor is not meaningful with an explicit size.")
+        if isinstance(size, (list, tuple, torch.Size)):
+            if len(size) != ndim:
+                raise ValueError(
+                    "Input and output must have the same number of spatial dimensions, but got "
+                    f"input with spatial dimensions of {spatial} and output size of {size}. "
+                    "Please provide input tensor in (N, C, d1, d2, ...,dK) format and "
+                    "output size in (o1, o2, ...,oK) format."
+                )
+            sizes = list(size)
+        else:
+            sizes = [size] * ndim
+        if not all(isinstance(s, int) or (torch.is_tensor(s) and not s.is_floating_point()) for s in sizes):
+            raise TypeError(
+                "expected size to be one of int or Tuple[int] or Tuple[int, int] or "
+                f"Tuple[int, int, int], but got size with types {[type(s) for s in sizes]}"
+            )
+        return [int(s) for s in sizes], [None] * ndim
+    if scale_factor is None:
+        raise ValueError("either size or scale_factor should be defined")
+    if isinstance(scale_factor, (list, tuple)):
+        if len(scale_factor) != ndim:
+            raise ValueError(
+                "Input and scale_factor must have the same number of spatial dimensions, but "
+                f"got input with spatial dimensions of {spatial} and "
+                f"scale_factor of shape {scale_factor}. "
+                "Please provide input tensor in (N, C, d1, d2, ...,dK) format and "
+                "scale_factor in (s1, s2, ...,sK) format."
+            )
+        scales = [float(s) for s in scale_factor]
+    else:
+        scales = [float(scale_factor)] * ndim
+    sizes = [int(n * s) if math.isfinite(n * s) else -1 for n, s in zip(spatial, scales)]
+    if recompute_scale_factor:
+        return sizes, [None] * ndim
+    return sizes, list(scales)
+
+
+def _check_sizes(x: torch.Tensor, out: List[int]) -> None:
+    spatial = list(x.shape[2:])
+    if x.shape[1] == 0:
+        raise RuntimeError(
+            f"Non-empty {x.dim()}D data tensor expected but got a tensor with sizes {list(x.shape)}"
+        )
+    if min(spatial + out) <= 0:
+        names = ["H", "W"] if len(spatial) == 2 else ["W"]
+        i = ", ".join(f"{n}: {s}" for n, s in zip(names, spatial))
+        o = ", ".join(f"{n}: {s}" for n, s in zip(names, out))
+        raise RuntimeError(
+            f"Input and output sizes should be greater than 0, but got input ({i}) output ({o})"
+        )
+
+
+# ---------------------------------------------------------------------------------------------
+# The ops.
+
+
+def upsample_bilinear2d(
+    x: torch.Tensor,
+    size: _Size = None,
+    scale_factor: _Scale = None,
+    align_corners: Optional[bool] = False,
+    recompute_scale_factor: Optional[bool] = None,
+    *,
+    _methods: Optional[Tuple[Optional[str], Optional[str]]] = None,
+) -> torch.Tensor:
+    r"""Bilinear resize of an ``(N, C, H_in, W_in)`` tensor to ``(N, C, H_out, W_out)``.
+
+    Equals ``F.interpolate(x, size, scale_factor, mode="bilinear", align_corners=...,
+    recompute_scale_factor=...)`` to float rounding (float32: <= 1e-6 for inputs in [-1, 1];
+    float64: <= 1e-12; float16 / bfloat16: computed in float32 and rounded once, see the README),
+    in value, gradient and memory format, but is built only from ops with a backward in candle,
+    so the same composition ported to candle can be trained.
+
+    **Sizes.** Exactly one of ``size`` (int or (H_out, W_out)) and ``scale_factor`` (float or
+    (s_h, s_w)) is given. With ``scale_factor``: ``H_out = floor(H_in * s_h)`` (likewise W).
+
+    **Coordinate mapping**, per axis, for output index ``j`` (ATen's
+    ``area_pixel_compute_source_index``)::
+
+        align_corners=True:   scale = (in - 1) / (out - 1)   (0 if out == 1)
+                              src   = scale * j
+        align_corners=False:  scale = 1 / scale_factor       if scale_factor was given and
+                                                             recompute_scale_factor is not True
+                                    = in / out               otherwise
+                              src   = max(scale * (j + 0.5) - 0.5, 0)
+        i0 = min(floor(src), in - 1);  i1 = min(i0 + 1, in - 1)
+        w1 = clamp(src - i0, 0, 1);    w0 = 1 - w1
+        out[j] = w0 * x[i0] + w1 * x[i1]
+
+    An axis whose output size equals its input size is copied unchanged (whatever the scale),
+    as in ATen. The arithmetic above is done as ATen does it: in float32 for float16 / bfloat16 /
+    float32 input, in float64 for float64 input, ``scale * (j + 0.5) - 0.5`` rounded once (fused
+    multiply-add), ``floor`` taken after rounding ``src`` to float32 (ATen calls ``floorf``).
+
+    **Layout.** A channels_last input gives a channels_last output (as ATen); any other input
+    gives a contiguous output. The result never aliases ``x``.
+
+    **Differences from F.interpolate.** No ``antialias`` (use ``interpolate``, which raises);
+    ``align_corners=None`` means False without a warning; results agree with ATen to a few
+    ulps, not bitwise (ATen fuses the multiply-adds of the interpolation itself).
+
+    **Composition.** Each axis is ``out = w0 * index_select(x, i0) + w1 * index_select(x, i1)``
+    (``gather`` along the last, contiguous axis), or a product with the dense (out, in)
+    interpolation matrix ``A`` (``A[j, i0] = w0``, ``A[j, i1] += w1``) when the input axis is
+    short (<= 96), where one GEMM is faster. W is resampled first, then H.
+
+    The same composition in candle (Rust), for ``x: Tensor`` of shape (n, c, h, w)::
+
+        // host side, once per (in, out, align_corners, scale, dtype, device): compute i0, i1
+        // (u32 or i64), w0, w1 exactly as above, in f32 (f64 for an f64 model) and upload:
+        //   let i0 = Tensor::from_vec(i0_host, out, dev)?;   // likewise i1, w0, w1
+        // W axis (last dim), gather-and-lerp:
+        //   let idx0 = i0.reshape((1, 1, 1, w_out))?.broadcast_as((n, c, h, w_out))?.contiguous()?;
+        //   let g0 = x.contiguous()?.gather(&idx0, 3)?;        // Op::Gather, backward scatter_add
+        //   let g1 = x.contiguous()?.gather(&idx1, 3)?;
+        //   let y = (g0.broadcast_mul(&w0.reshape((1, 1, 1, w_out))?)?
+        //          + g1.broadcast_mul(&w1.reshape((1, 1, 1, w_out))?)?)?;
+        //   or, for short axes, with the dense matrix a_w: (w_out, w):
+        //   let y = x.broadcast_matmul(&a_w.t()?)?;             // Op::Matmul
+        // H axis (dim 2), row index-and-lerp:
+        //   let r0 = y.index_select(&i0_h, 2)?;                 // Op::IndexSelect, bwd index_add
+        //   let r1 = y.index_select(&i1_h, 2)?;
+        //   let out = (r0.broadcast_mul(&w0_h.reshape((1, 1, h_out, 1))?)?
+        //            + r1.broadcast_mul(&w1_h.reshape((1, 1, h_out, 1))?)?)?;
+        //   or, for short axes: let out = a_h.broadcast_matmul(&y)?;   // (h_out, h) @ (n, c, h, w_out)
+        // f16 / bf16: x.to_dtype(DType::F32)? first and .to_dtype(orig)? at the end.
+        // Skip an axis whose size does not change; copy (x.copy()?) if neither changes.
+        // Never use candle's own upsample_bilinear2d: its backward always bails.
+
+    Args:
+        x: float tensor of shape (N, C, H_in, W_in); N may be 0.
+        size: output (H_out, W_out), or one int for both.
+        scale_factor: multiplier(s) for H and W.
+        align_corners: as in ``F.interpolate``; None means False.
+        recompute_scale_factor: True maps coordinates with in/out instead of 1/scale_factor.
+
+    Returns:
+        Tensor of shape (N, C, H_out, W_out), dtype of ``x``.
+    """
+    if x.dim() != 4:
+        raise ValueError(f"upsample_bilinear2d expects a 4-D (N, C, H, W) tensor, got {x.dim()}-D")
+    return _resample(x, size, scale_factor, bool(align_corners), recompute_scale_factor, 2, _methods)
+
+
+def upsample_linear1d(
+    x: torch.Tensor,
+    size: _Size = None,
+    scale_factor: _Scale = None,
+    align_corners: Optional[bool] = False,
+    recompute_scale_factor: Optional[bool] = None,
+) -> torch.Tensor:
+    """Linear resize of an ``(N, C, W_in)`` tensor; the W axis of ``upsample_bilinear2d``."""
+    if x.dim() != 3:
+        raise ValueError(f"upsample_linear1d expects a 3-D (N, C, W) tensor, got {x.dim()}-D")
+    return _resample(x, size, scale_factor, bool(align_corners), recompute_scale_factor, 1, None)
+
+
+def _resample(
+    x: torch.Tensor,
+    size: _Size,
+    scale_factor: _Scale,
+    align_corners: bool,
+    recompute_scale_factor: Optional[bool],
+    ndim: int,
+    methods: Optional[Tuple[Optional[str], Optional[str]]],
+) -> torch.Tensor:
+    if not x.is_floating_point():
+        raise RuntimeError(f"upsample_bilinear2d/linear1d: expected a float tensor, got {x.dtype}")
+    out, scales = _output_size_and_scales(x, size, scale_factor, recompute_scale_factor, ndim)
+    _check_sizes(x, out)
+    if align_corners:
+        scales = [None] * ndim  # ATen ignores the scale with align_corners=True
+    channels_last = ndim == 2 and not x.is_contiguous() and x.is_contiguous(
+        memory_format=torch.channels_last
+    )
+    fmt = torch.channels_last if channels_last else torch.contiguous_format
+    if list(x.shape[2:]) == out:
+        return x.clone(memory_format=fmt)
+
+    orig = x.dtype
+    cdt = compute_dtype(orig)
+    y = x.to(cdt) if cdt != orig else x
+    h_method, w_method = methods if methods is not None else (None, None)
+    if channels_last:
+        # Work on the (N, H, W, C) view, which is contiguous: both axes then move whole
+        # C-vectors (index_select / matmul), and permuting back gives channels_last for free.
+        y = y.permute(0, 2, 3, 1)
+        dims = (1, 2)
+    else:
+        dims = tuple(range(2, 2 + ndim))
+    in_sizes = list(x.shape[2:])
+    # Last spatial axis (W) first: it usually is the cheaper one to grow.
+    for k in reversed(range(ndim)):
+        if in_sizes[k] == out[k]:
+            continue
+        method = w_method if k == ndim - 1 else h_method
+        last_contig = not channels_last and k == ndim - 1
+        y = _resample_axis(y, dims[k], out[k], align_corners, scales[k], last_contig, method)
+    if channels_last:
+        y = y.permute(0, 3, 1, 2)
+    if y.dtype != orig:
+        y = y.to(orig)
+    return y.contiguous(memory_format=fmt)

@@ -1,0 +1,43 @@
+"""``nn.Upsample`` and friends whose forward uses :func:`candle_port.runtime.interpolate`.
+
+Each class subclasses its torch counterpart and only replaces ``forward``, so constructor,
+attributes, ``repr``, (empty) ``state_dict`` and ``isinstance`` checks are torch's own.
+"""
+
+from __future__ import annotations
+
+import torch
+from torch import nn
+
+from .functional import interpolate
+
+__all__ = ["Upsample", "UpsamplingBilinear2d", "UpsamplingNearest2d"]
+
+
+def _forward(self: nn.Upsample, input: torch.Tensor) -> torch.Tensor:
+    return interpolate(
+        input,
+        self.size,
+        self.scale_factor,
+        self.mode,
+        self.align_corners,
+        recompute_scale_factor=self.recompute_scale_factor,
+    )
+
+
+class Upsample(nn.Upsample):
+    """``torch.nn.Upsample`` whose bilinear/linear modes are candle-trainable."""
+
+    forward = _forward
+
+
+class UpsamplingBilinear2d(nn.UpsamplingBilinear2d):
+    """``torch.nn.UpsamplingBilinear2d`` (``align_corners=True``), candle-trainable."""
+
+    forward = _forward
+
+
+class UpsamplingNearest2d(nn.UpsamplingNearest2d):
+    """``torch.nn.UpsamplingNearest2d``, for completeness (nearest is passed to torch)."""
+
+    forward = _forward
