@@ -1,0 +1,249 @@
+"""Find the call sites of upsampling and sampling APIs in a module, with their arguments bound.
+
+A site is a call that resolves to one of the APIs in apis.py under any import form, a
+`functools.partial` of one, or the construction of a local subclass of `nn.Upsample`. Rules
+(rules/) decide what is wrong with a site; rewriters (rewriters/) change it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import libcst as cst
+
+from candle_port.analysis.apis import APIS_BY_QUALIFIED_NAME, PARTIAL_QUALIFIED_NAMES, Api
+from candle_port.analysis.names import ClassInfo, Resolver, Scope, ScopeBuilder, dotted_name
+from candle_port.analysis.values import Value, code_of, evaluate, omitted, partial_literals
+
+_DEFAULTS = {
+    "size": None,
+    "scale_factor": None,
+    "align_corners": None,
+    "recompute_scale_factor": None,
+    "antialias": False,
+    "padding_mode": "zeros",
+}
+
+
+@dataclass
+class Site:
+    """One call of an upsampling/sampling API, with its arguments bound to parameter names."""
+
+    call: cst.Call
+    api: Api
+    qualified_name: str
+    kind: str  # "call", "partial" (functools.partial of the API), "subclass" (local nn.Upsample subclass)
+    scope: Scope
+    resolver: Resolver
+    arguments: dict[str, cst.Arg] = field(default_factory=dict)
+    star_args: bool = False
+    star_kwargs: bool = False
+    subclass: ClassInfo | None = None
+
+    def value(self, name: str) -> Value:
+        """The static value of parameter `name` at this site (bound, implied or default)."""
+        if name in self.api.implied:
+            return omitted(self.api.implied[name])
+        arg = self.arguments.get(name)
+        if arg is not None:
+            return evaluate(arg.value)
+        if name == "mode" and self.subclass is not None and self.subclass.defines_init:
+            return Value(False, (), source=f"{self.subclass.node.name.value}.__init__")
+        if self.star_kwargs or (self.star_args and name in self.api.params):
+            return Value(False, (), source="*args/**kwargs")
+        default = self.api.default_mode if name == "mode" else _DEFAULTS.get(name)
+        return omitted(default)
+
+    @property
+    def mode(self) -> Value:
+        return self.value("mode")
+
+    def possible_modes(self) -> list:
+        """Modes this site can run: every candidate when known, the literal branches otherwise."""
+        mode = self.mode
+        if mode.known:
+            return list(mode.candidates)
+        return partial_literals(mode.node)
+
+    def describe_dynamic(self, name: str) -> str:
+        """Where an unknown argument comes from, in words, with a literal default when there is one."""
+        value = self.value(name)
+        node = value.node
+        if node is None:
+            return f"`{value.source}`"
+        if isinstance(node, cst.Name):
+            found = self.resolver.parameter(node.value, self.scope)
+            if found is not None:
+                param, scope = found
+                return f"`{node.value}`, a parameter of `{_scope_name(scope)}`{_default_text(param)}"
+        if isinstance(node, cst.Attribute) and dotted_name(node) == f"self.{node.attr.value}":
+            origin = _attribute_origin(node.attr.value, self.scope)
+            if origin:
+                return f"`self.{node.attr.value}`, {origin}"
+        return f"`{value.source}`"
+
+    def line_span(self) -> tuple[cst.CSTNode, cst.CSTNode]:
+        return self.call, self.call
+
+
+@dataclass
+class Scan:
+    """The sites of a module, and every call in it in source order (for positions.py)."""
+
+    sites: list[Site]
+    calls: list[cst.Call]
+
+
+def find_sites(module: cst.Module) -> list[Site]:
+    """Every site in `module`, in source order."""
+    return scan_module(module).sites
+
+
+def scan_module(module: cst.Module) -> Scan:
+    builder = ScopeBuilder()
+    module.visit(builder)
+    resolver = Resolver(builder, lambda info, depth: _class_bases(info, resolver, depth))
+    sites: list[Site] = []
+    for call, scope in builder.calls:
+        site = _site_for_call(call, scope, resolver)
+        if site is not None:
+            sites.append(site)
+    return Scan(sites, [call for call, _ in builder.calls])
+
+
+def _class_bases(info: ClassInfo, resolver: Resolver, depth: int) -> set[str]:
+    """A local class stands for the API it subclasses (so constructing it is a site)."""
+    out: set[str] = set()
+    for base in info.node.bases:
+        for name in resolver.qualified_names(base.value, info.scope, depth):
+            api = APIS_BY_QUALIFIED_NAME.get(name)
+            if api is not None and api.is_module:
+                out.add(name)
+    return out
+
+
+def _api_of(func: cst.BaseExpression, scope: Scope, resolver: Resolver) -> tuple[str, Api] | None:
+    for name in sorted(resolver.qualified_names(func, scope)):
+        api = APIS_BY_QUALIFIED_NAME.get(name)
+        if api is not None:
+            return name, api
+    return None
+
+
+def _subclass_of(func: cst.BaseExpression, scope: Scope, resolver: Resolver) -> ClassInfo | None:
+    if isinstance(func, cst.Name):
+        for binding in resolver.lookup(func.value, scope) or ():
+            if isinstance(binding, ClassInfo):
+                return binding
+    return None
+
+
+def _site_for_call(call: cst.Call, scope: Scope, resolver: Resolver) -> Site | None:
+    found = _api_of(call.func, scope, resolver)
+    if found is not None:
+        name, api = found
+        site = Site(call, api, name, "call", scope, resolver, subclass=_subclass_of(call.func, scope, resolver))
+        if site.subclass is not None:
+            site.kind = "subclass"
+        _bind_arguments(site, call.args)
+        return site
+    if not call.args or call.args[0].keyword is not None or call.args[0].star:
+        return None
+    if PARTIAL_QUALIFIED_NAMES & resolver.qualified_names(call.func, scope):
+        found = _api_of(call.args[0].value, scope, resolver)
+        if found is not None:
+            name, api = found
+            site = Site(call, api, name, "partial", scope, resolver)
+            _bind_arguments(site, call.args[1:])
+            return site
+    return None
+
+
+def _bind_arguments(site: Site, args) -> None:
+    position = 0
+    for arg in args:
+        if arg.star == "*":
+            site.star_args = True
+        elif arg.star == "**":
+            site.star_kwargs = True
+        elif arg.keyword is not None:
+            site.arguments[arg.keyword.value] = arg
+        else:
+            if position < len(site.api.params):
+                site.arguments[site.api.params[position]] = arg
+            position += 1
+
+
+def _scope_name(scope: Scope) -> str:
+    node = scope.node
+    if isinstance(node, cst.FunctionDef):
+        return node.name.value
+    return "<lambda>"
+
+
+def _default_text(param: cst.Param) -> str:
+    if param.default is None:
+        return ", no default"
+    value = evaluate(param.default)
+    if value.known:
+        return f", default {code_of(param.default).strip()}"
+    return f", default `{code_of(param.default).strip()}`"
+
+
+def _enclosing_class(scope: Scope | None) -> cst.ClassDef | None:
+    while scope is not None:
+        if scope.kind == "class" and isinstance(scope.node, cst.ClassDef):
+            return scope.node
+        scope = scope.parent
+    return None
+
+
+def _attribute_origin(attribute: str, scope: Scope) -> str | None:
+    """How `self.<attribute>` gets its value in the enclosing class, in words."""
+    cls = _enclosing_class(scope)
+    if cls is None:
+        return None
+    finder = _SelfAssignments(attribute)
+    cls.visit(finder)
+    if not finder.found:
+        return None
+    parts = []
+    for method, value in finder.found:
+        params = _params_by_name(method)
+        if isinstance(value, cst.Name) and value.value in params:
+            parts.append(
+                f"set in {method.name.value} from parameter `{value.value}`{_default_text(params[value.value])}"
+            )
+        else:
+            parts.append(f"set in {method.name.value} to `{code_of(value).strip()}`")
+    return "; ".join(parts)
+
+
+def _params_by_name(method: cst.FunctionDef) -> dict[str, cst.Param]:
+    p = method.params
+    return {param.name.value: param for param in (*p.posonly_params, *p.params, *p.kwonly_params)}
+
+
+class _SelfAssignments(cst.CSTVisitor):
+    def __init__(self, attribute: str) -> None:
+        self.attribute = attribute
+        self.found: list[tuple[cst.FunctionDef, cst.BaseExpression]] = []
+        self._methods: list[cst.FunctionDef] = []
+
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
+        self._methods.append(node)
+
+    def leave_FunctionDef(self, original_node: cst.FunctionDef) -> None:
+        self._methods.pop()
+
+    def visit_ClassDef(self, node: cst.ClassDef) -> bool:
+        return not self._methods  # only the outer class, not nested ones
+
+    def visit_Assign(self, node: cst.Assign) -> None:
+        for target in node.targets:
+            if self._methods and dotted_name(target.target) == f"self.{self.attribute}":
+                self.found.append((self._methods[-1], node.value))
+
+    def visit_AnnAssign(self, node: cst.AnnAssign) -> None:
+        if node.value is not None and self._methods and dotted_name(node.target) == f"self.{self.attribute}":
+            self.found.append((self._methods[-1], node.value))

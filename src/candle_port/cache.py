@@ -1,0 +1,88 @@
+"""A results cache like ruff's: keyed by file content, path, tool version and effective config.
+
+Entries are small JSON files written atomically (temp file + rename), so two runs sharing the
+directory never see a half-written entry; an unreadable entry is simply a miss.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import tempfile
+from pathlib import Path
+
+from candle_port import __version__
+from candle_port.findings import FileError, FileResult, Finding, Severity
+
+DEFAULT_CACHE_DIR = ".candle_port_cache"
+
+
+class ResultCache:
+    def __init__(self, directory: Path, config_fingerprint: str) -> None:
+        self.directory = Path(directory)
+        self._salt = f"{__version__}\0{config_fingerprint}\0".encode()
+
+    def key(self, path: str, data: bytes) -> str:
+        digest = hashlib.sha256(self._salt)
+        digest.update(path.encode("utf-8", "surrogateescape") + b"\0")
+        digest.update(data)
+        return digest.hexdigest()
+
+    def _entry(self, key: str) -> Path:
+        return self.directory / key[:2] / f"{key}.json"
+
+    def get(self, key: str) -> FileResult | None:
+        try:
+            raw = json.loads(self._entry(key).read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            return None
+        result = FileResult(raw["path"], parsed=raw.get("parsed", False))
+        result.findings = [
+            Finding(**{**f, "severity": Severity(f["severity"]), "fixes": tuple(f["fixes"])})
+            for f in raw["findings"]
+        ]
+        if raw.get("error"):
+            result.error = FileError(**raw["error"])
+        return result
+
+    def put(self, key: str, result: FileResult) -> None:
+        entry = self._entry(key)
+        payload = {
+            "path": result.path,
+            "parsed": result.parsed,
+            "findings": [_finding_fields(f) for f in result.findings],
+            "error": vars(result.error) if result.error else None,
+        }
+        try:
+            entry.parent.mkdir(parents=True, exist_ok=True)
+            _ensure_gitignore(self.directory)
+            fd, tmp = tempfile.mkstemp(dir=entry.parent, suffix=".tmp")
+            with os.fdopen(fd, "w", encoding="utf-8") as handle:
+                json.dump(payload, handle)
+            os.replace(tmp, entry)
+        except OSError:
+            pass  # a cache that cannot be written is only a slower run
+
+
+def _finding_fields(finding: Finding) -> dict:
+    return {
+        "code": finding.code,
+        "path": finding.path,
+        "line": finding.line,
+        "column": finding.column,
+        "message": finding.message,
+        "severity": finding.severity.value,
+        "why": finding.why,
+        "fixes": list(finding.fixes),
+        "end_line": finding.end_line,
+    }
+
+
+def _ensure_gitignore(directory: Path) -> None:
+    marker = directory / ".gitignore"
+    if not marker.exists():
+        try:
+            marker.write_text("# Created by candle-port automatically.\n*\n", encoding="utf-8")
+        except OSError:
+            pass

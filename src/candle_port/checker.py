@@ -1,0 +1,77 @@
+"""Check source text for constructs candle cannot train: parse, find sites, run every rule."""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from candle_port.analysis.positions import call_positions
+from candle_port.analysis.sites import Scan, scan_module
+from candle_port.config import Config
+from candle_port.findings import FileError, FileResult, Finding
+from candle_port.prefilter import may_hold_sites
+from candle_port.rules import all_rules
+from candle_port.suppressions import is_suppressed, suppressions
+
+
+def parse(text: str, path: str) -> cst.Module | FileError:
+    try:
+        return cst.parse_module(text)
+    except cst.ParserSyntaxError as exc:
+        message = str(exc.message).splitlines()[0] if exc.message else "invalid syntax"
+        return FileError(path, f"syntax error: {message}", exc.raw_line, exc.raw_column + 1)
+    except (RecursionError, MemoryError):
+        return FileError(path, "syntax error: source too deeply nested to parse")
+
+
+def check_module(module: cst.Module, text: str, path: str, config: Config) -> list[Finding]:
+    """Findings for an already parsed module (used by port-fix to re-check its output)."""
+    scan = scan_module(module)
+    if not scan.sites:
+        return []
+    return findings_for_scan(module, scan, text, path, config)
+
+
+def findings_for_scan(module: cst.Module, scan: Scan, text: str, path: str, config: Config) -> list[Finding]:
+    rules = [rule for rule in all_rules() if config.enabled(rule.code, path)]
+    if not rules:
+        return []
+    positions = call_positions(module, text, scan.calls, [site.call for site in scan.sites])
+    suppressed = suppressions(text)
+    findings: list[Finding] = []
+    for site in scan.sites:
+        line, column, end_line = positions[site.call]
+        lines = (line, end_line)
+        for rule in rules:
+            for hit in rule.check(site):
+                if is_suppressed(rule.code, lines, suppressed):
+                    continue
+                findings.append(
+                    Finding(
+                        code=rule.code,
+                        path=path,
+                        line=line,
+                        column=column,
+                        message=hit.message,
+                        severity=config.severity_of(rule.code, rule.default_severity),
+                        why=rule.why,
+                        fixes=hit.fixes,
+                        end_line=end_line,
+                    )
+                )
+    findings.sort(key=lambda f: (f.line, f.column, f.code))
+    return findings
+
+
+def check_text(text: str, path: str = "<stdin>", config: Config | None = None) -> FileResult:
+    """Check one source text; a syntax error becomes the result's `error`."""
+    config = config or Config()
+    result = FileResult(path)
+    if not may_hold_sites(text):
+        return result
+    module = parse(text, path)
+    if isinstance(module, FileError):
+        result.error = module
+        return result
+    result.parsed = True
+    result.findings = check_module(module, text, path, config)
+    return result

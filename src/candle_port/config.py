@@ -1,0 +1,179 @@
+"""`[tool.candle-port]` in the nearest pyproject.toml, merged with command-line options.
+
+Keys: select, ignore, exclude, extend-exclude, per-file-ignores, severity (code -> error|warning),
+strategy (port-fix's default). Codes match by prefix, like ruff: "CP1" selects CP101..CP105.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import hashlib
+import json
+import tomllib
+from dataclasses import dataclass, field, replace
+from pathlib import Path, PurePath
+
+from candle_port.findings import Severity
+
+DEFAULT_EXCLUDE = (
+    ".git",
+    ".hg",
+    ".svn",
+    ".venv",
+    "venv",
+    ".tox",
+    ".nox",
+    ".eggs",
+    "__pycache__",
+    "build",
+    "dist",
+    "site-packages",
+    "node_modules",
+    ".mypy_cache",
+    ".pytest_cache",
+    ".ruff_cache",
+    ".candle_port_cache",
+)
+KNOWN_KEYS = {"select", "ignore", "exclude", "extend-exclude", "per-file-ignores", "severity", "strategy", "cache-dir"}
+
+
+class ConfigError(Exception):
+    """A configuration that cannot be used; the message names the file and the key."""
+
+
+@dataclass(frozen=True)
+class Config:
+    select: tuple[str, ...] = ("CP",)
+    ignore: tuple[str, ...] = ()
+    exclude: tuple[str, ...] = DEFAULT_EXCLUDE
+    extend_exclude: tuple[str, ...] = ()
+    per_file_ignores: tuple[tuple[str, tuple[str, ...]], ...] = ()
+    severity: tuple[tuple[str, str], ...] = ()
+    strategy: str = "runtime"
+    cache_dir: str | None = None
+    root: Path | None = field(default=None, compare=False)
+    source: Path | None = field(default=None, compare=False)
+
+    def enabled(self, code: str, path: str | None = None) -> bool:
+        if not any(code.startswith(prefix) for prefix in self.select):
+            return False
+        if any(code.startswith(prefix) for prefix in self.ignore):
+            return False
+        if path is not None:
+            for pattern, codes in self.per_file_ignores:
+                if _matches(path, pattern, self.root) and any(code.startswith(c) for c in codes):
+                    return False
+        return True
+
+    def severity_of(self, code: str, default: Severity) -> Severity:
+        for key, level in self.severity:
+            if key == code:
+                return Severity(level)
+        return default
+
+    def is_excluded(self, path: str) -> bool:
+        return any(_matches(path, pattern, self.root) for pattern in (*self.exclude, *self.extend_exclude))
+
+    def fingerprint(self) -> str:
+        """A stable digest of every setting that changes results (for the cache key)."""
+        data = {
+            "select": self.select,
+            "ignore": self.ignore,
+            "per_file_ignores": self.per_file_ignores,
+            "severity": self.severity,
+        }
+        return hashlib.sha256(json.dumps(data, sort_keys=True).encode()).hexdigest()[:16]
+
+    def with_options(self, **options) -> "Config":
+        changes = {key: value for key, value in options.items() if value is not None}
+        return replace(self, **changes)
+
+
+def _matches(path: str, pattern: str, root: Path | None) -> bool:
+    """Glob match on the path relative to the config root, on any path component, or the name."""
+    pure = PurePath(path)
+    candidates = {str(pure), pure.name, *pure.parts}
+    if root is not None:
+        try:
+            candidates.add(str(Path(path).resolve().relative_to(root.resolve())))
+        except (ValueError, OSError):
+            pass
+    return any(fnmatch.fnmatchcase(c, pattern) or fnmatch.fnmatchcase(c, pattern.rstrip("/")) for c in candidates)
+
+
+def find_config_file(start: Path) -> Path | None:
+    """The nearest pyproject.toml at or above `start` that has a [tool.candle-port] table."""
+    start = start.resolve()
+    for directory in (start, *start.parents) if start.is_dir() else (start.parent, *start.parent.parents):
+        candidate = directory / "pyproject.toml"
+        if candidate.is_file():
+            try:
+                data = tomllib.loads(candidate.read_text(encoding="utf-8"))
+            except (OSError, tomllib.TOMLDecodeError, UnicodeDecodeError):
+                continue
+            if "candle-port" in data.get("tool", {}):
+                return candidate
+    return None
+
+
+def load_config(path: Path | None = None, start: Path | None = None) -> Config:
+    """Read `path`, or the nearest pyproject.toml above `start` (default: cwd); defaults if none."""
+    if path is None:
+        path = find_config_file(start or Path.cwd())
+        if path is None:
+            return Config()
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise ConfigError(f"{path}: no such config file") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"{path}: cannot read: {exc}") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"{path}: invalid TOML: {exc}") from None
+    table = data.get("tool", {}).get("candle-port", {}) if path.name == "pyproject.toml" else data
+    return config_from_table(table, path)
+
+
+def config_from_table(table: dict, path: Path) -> Config:
+    unknown = set(table) - KNOWN_KEYS
+    if unknown:
+        raise ConfigError(f"{path}: unknown key(s) in [tool.candle-port]: {', '.join(sorted(unknown))}")
+    config = Config(root=path.parent, source=path)
+
+    def codes(key: str) -> tuple[str, ...] | None:
+        value = table.get(key)
+        if value is None:
+            return None
+        if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+            raise ConfigError(f"{path}: {key} must be a list of rule codes")
+        return tuple(v.upper() for v in value)
+
+    changes: dict = {}
+    for key, attr in (("select", "select"), ("ignore", "ignore"), ("exclude", "exclude"), ("extend-exclude", "extend_exclude")):
+        value = codes(key) if key in ("select", "ignore") else _strings(table, key, path)
+        if value is not None:
+            changes[attr] = value
+    pfi = table.get("per-file-ignores", {})
+    if not isinstance(pfi, dict):
+        raise ConfigError(f"{path}: per-file-ignores must be a table of glob = [codes]")
+    changes["per_file_ignores"] = tuple((glob, tuple(c.upper() for c in v)) for glob, v in pfi.items())
+    severity = table.get("severity", {})
+    if not isinstance(severity, dict) or any(v not in ("error", "warning") for v in severity.values()):
+        raise ConfigError(f"{path}: severity must map rule codes to \"error\" or \"warning\"")
+    changes["severity"] = tuple(sorted((k.upper(), v) for k, v in severity.items()))
+    if "strategy" in table:
+        if table["strategy"] not in ("runtime", "nearest", "convtranspose"):
+            raise ConfigError(f"{path}: strategy must be runtime, nearest or convtranspose")
+        changes["strategy"] = table["strategy"]
+    if "cache-dir" in table:
+        changes["cache_dir"] = str(table["cache-dir"])
+    return replace(config, **changes)
+
+
+def _strings(table: dict, key: str, path: Path) -> tuple[str, ...] | None:
+    value = table.get(key)
+    if value is None:
+        return None
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        raise ConfigError(f"{path}: {key} must be a list of strings")
+    return tuple(value)

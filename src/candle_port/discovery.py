@@ -1,0 +1,75 @@
+"""Turn command-line paths into the Python files to check, with ruff-like default excludes."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from candle_port.config import Config
+from candle_port.findings import FileError
+
+
+@dataclass
+class Discovery:
+    files: list[str] = field(default_factory=list)  # display paths, as given joined with the relative path
+    errors: list[FileError] = field(default_factory=list)
+    empty_directories: list[str] = field(default_factory=list)
+
+
+def discover(paths: list[str], config: Config) -> Discovery:
+    found = Discovery()
+    seen: set[str] = set()
+    for given in paths:
+        path = Path(given)
+        try:
+            if path.is_symlink() and not path.exists():
+                path.stat()  # raises ELOOP for a loop, ENOENT for a dangling link
+        except OSError as exc:
+            found.errors.append(FileError(given, exc.strerror or str(exc)))
+            continue
+        if path.is_dir():
+            before = len(found.files)
+            _walk(given, config, found, seen)
+            if len(found.files) == before:
+                found.empty_directories.append(given)
+        elif path.exists():
+            # A file named explicitly is checked even when excluded or not *.py (like ruff).
+            _add(given, found, seen)
+        else:
+            found.errors.append(FileError(given, "no such file or directory"))
+    return found
+
+
+def _add(display: str, found: Discovery, seen: set[str]) -> None:
+    try:
+        key = os.path.realpath(display)
+    except OSError:
+        key = display
+    if key not in seen:
+        seen.add(key)
+        found.files.append(display)
+
+
+def _walk(root: str, config: Config, found: Discovery, seen: set[str]) -> None:
+    def on_error(exc: OSError) -> None:
+        found.errors.append(FileError(exc.filename or root, exc.strerror or str(exc)))
+
+    for directory, subdirs, names in os.walk(root, onerror=on_error, followlinks=False):
+        # Excludes match below the root the user named, so `port-check build/` still checks build/.
+        subdirs[:] = sorted(
+            d for d in subdirs if not config.is_excluded(os.path.relpath(os.path.join(directory, d), root))
+        )
+        for name in sorted(names):
+            if not (name.endswith(".py") or name.endswith(".pyi")):
+                continue
+            display = os.path.join(directory, name)
+            if config.is_excluded(os.path.relpath(display, root)):
+                continue
+            if os.path.islink(display) and not os.path.exists(display):
+                try:
+                    os.stat(display)
+                except OSError as exc:
+                    found.errors.append(FileError(display, exc.strerror or str(exc)))
+                continue
+            _add(display, found, seen)

@@ -1,0 +1,65 @@
+"""The result types every part of candle-port speaks: findings, file errors, severities."""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass, field
+
+
+class Severity(str, enum.Enum):
+    """How bad a finding is; only `error` findings make port-check exit 1."""
+
+    ERROR = "error"
+    WARNING = "warning"
+
+
+@dataclass(frozen=True)
+class Finding:
+    """One construct that candle cannot train, at a 1-based line and column."""
+
+    code: str
+    path: str
+    line: int
+    column: int
+    message: str
+    severity: Severity
+    why: str
+    fixes: tuple[str, ...] = ()
+    end_line: int | None = None
+
+    def to_dict(self) -> dict:
+        return {
+            "code": self.code,
+            "path": self.path,
+            "line": self.line,
+            "column": self.column,
+            "end_line": self.end_line if self.end_line is not None else self.line,
+            "message": self.message,
+            "severity": self.severity.value,
+            "why": self.why,
+            "fixes": list(self.fixes),
+        }
+
+
+@dataclass(frozen=True)
+class FileError:
+    """A file that could not be checked (unreadable, undecodable, unparsable), and why."""
+
+    path: str
+    reason: str
+    line: int | None = None
+    column: int | None = None
+
+    def describe(self) -> str:
+        where = self.path if self.line is None else f"{self.path}:{self.line}:{self.column or 1}"
+        return f"{where}: {self.reason}"
+
+
+@dataclass
+class FileResult:
+    """What checking one file produced."""
+
+    path: str
+    findings: list[Finding] = field(default_factory=list)
+    error: FileError | None = None
+    parsed: bool = False

@@ -1,0 +1,62 @@
+"""Whether each fix strategy is safe at a site, and if not, the reason the user sees.
+
+Shared by the finder (a finding lists the strategies that apply) and by port-fix (which refuses
+a site with the same reason), so the two never disagree.
+"""
+
+from __future__ import annotations
+
+from candle_port.analysis.sites import Site
+
+RUNTIME = "runtime"
+NEAREST = "nearest"
+CONVTRANSPOSE = "convtranspose"
+STRATEGIES = (RUNTIME, NEAREST, CONVTRANSPOSE)
+
+
+def integer_scale(site: Site) -> int | None:
+    """The scale factor when literals prove it is one integer >= 1 for both axes, else None."""
+    scale = site.value("scale_factor")
+    if not scale.known or len(scale.candidates) != 1 or site.value("size").single is not None:
+        return None
+    value = scale.candidates[0]
+    values = list(value) if isinstance(value, (tuple, list)) else [value]
+    if not values or any(isinstance(v, bool) or not isinstance(v, (int, float)) for v in values):
+        return None
+    if len(set(values)) != 1 or float(values[0]) != int(values[0]) or values[0] < 1:
+        return None
+    return int(values[0])
+
+
+def refusal(strategy: str, site: Site) -> str | None:
+    """None when `strategy` can rewrite `site`; otherwise why not, in one sentence."""
+    if site.api.family != "interpolate":
+        return f"{site.api.name} has no equivalent in candle; rewrite it by hand"
+    if strategy == RUNTIME:
+        if site.value("antialias").single is True:
+            return "antialias=True is not supported by the runtime op"
+        return None
+    if site.kind == "partial":
+        return f"the {strategy} strategy does not rewrite functools.partial sites; use --strategy runtime"
+    if site.kind == "subclass":
+        return f"the {strategy} strategy does not rewrite subclasses of nn.Upsample; use --strategy runtime"
+    if "bilinear" not in site.possible_modes() or not site.mode.known:
+        return f"the {strategy} strategy only rewrites sites whose mode is literally 'bilinear'"
+    if site.value("antialias").single not in (False, None):
+        return "antialias must be False for this strategy"
+    if integer_scale(site) is None:
+        return (
+            "needs an integer, uniform scale_factor given by literals "
+            "(candle's nearest backward and a stride-s transposed conv need it)"
+        )
+    if strategy == CONVTRANSPOSE:
+        align = site.value("align_corners")
+        if not align.known or align.single not in (False, None):
+            return "align_corners=True cannot be reproduced exactly by a transposed convolution"
+        if site.value("recompute_scale_factor").single not in (None, False, True):
+            return "recompute_scale_factor must be a literal"
+    return None
+
+
+def applicable(site: Site, strategies=STRATEGIES) -> tuple[str, ...]:
+    return tuple(s for s in strategies if refusal(s, site) is None)

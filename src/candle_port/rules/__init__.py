@@ -1,0 +1,29 @@
+"""The rule catalog, discovered by walking this package: each module holds one Rule subclass."""
+
+from __future__ import annotations
+
+import importlib
+import pkgutil
+from functools import lru_cache
+
+from candle_port.rules.base import Rule
+
+
+@lru_cache(maxsize=1)
+def all_rules() -> tuple[Rule, ...]:
+    """Every rule, sorted by code."""
+    found: dict[str, Rule] = {}
+    for info in pkgutil.iter_modules(__path__):
+        if info.name == "base":
+            continue
+        module = importlib.import_module(f"{__name__}.{info.name}")
+        for value in vars(module).values():
+            if isinstance(value, type) and issubclass(value, Rule) and value is not Rule and value.__module__ == module.__name__:
+                if value.code in found:
+                    raise RuntimeError(f"rule code {value.code} is defined twice")
+                found[value.code] = value()
+    return tuple(found[code] for code in sorted(found))
+
+
+def rules_by_code() -> dict[str, Rule]:
+    return {rule.code: rule for rule in all_rules()}

@@ -1,0 +1,51 @@
+"""What a rule is: a stable code, a message, why candle cannot train it, and its own examples."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import ClassVar, Iterator
+
+from candle_port.analysis.sites import Site
+from candle_port.findings import Severity
+
+
+@dataclass(frozen=True)
+class Hit:
+    """A rule's verdict on one site: the message and the fix strategies that apply."""
+
+    message: str
+    fixes: tuple[str, ...] = ()
+
+
+class Rule:
+    """Base of every rule. Subclasses set the class attributes and implement `check`.
+
+    VALID holds sources the rule must leave alone, INVALID sources where it must fire (at least
+    once); tests/test_rule_examples.py runs them all, and a rule without examples fails it.
+    """
+
+    code: ClassVar[str]
+    name: ClassVar[str]
+    summary: ClassVar[str]
+    why: ClassVar[str]
+    source: ClassVar[str]  # where in candle (../shared/candle-ops.md) the reason comes from
+    default_severity: ClassVar[Severity] = Severity.ERROR
+    fix_hint: ClassVar[str] = ""
+    VALID: ClassVar[tuple[str, ...]] = ()
+    INVALID: ClassVar[tuple[str, ...]] = ()
+
+    def check(self, site: Site) -> Iterator[Hit]:
+        raise NotImplementedError
+
+
+def describe_call(site: Site) -> str:
+    """How the user wrote the API, for messages: `nn.Upsample`, `F.interpolate`, ..."""
+    prefix = "functools.partial of " if site.kind == "partial" else ""
+    shown = site.api.name
+    if site.kind == "subclass" and site.subclass is not None:
+        shown = f"{site.subclass.node.name.value} (a subclass of nn.Upsample)"
+    elif site.api.family == "grid_sample" or not site.api.is_module:
+        shown = f"F.{site.api.name}"
+    else:
+        shown = f"nn.{site.api.name}"
+    return prefix + shown
