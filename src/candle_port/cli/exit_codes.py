@@ -1,0 +1,12 @@
+"""Exit codes, few and documented (README "Exit codes")."""
+
+from __future__ import annotations
+
+import enum
+
+
+class ExitCode(enum.IntEnum):
+    OK = 0  # nothing found (warnings only do not fail)
+    FINDINGS = 1  # findings at error severity (port-fix --check: something would change)
+    USAGE = 2  # bad command line or configuration, or an internal error
+    BAD_INPUT = 3  # some file could not be read or parsed; every other file was still processed

@@ -1,0 +1,54 @@
+"""The default, human-readable report: `path:line:col: CODE message`, grouped by file."""
+
+from __future__ import annotations
+
+from collections import Counter
+
+from rich.console import Console
+from rich.markup import escape
+
+from candle_port.findings import FileError, Finding, Severity
+
+
+def print_findings(console: Console, findings: list[Finding], show_fixes: bool = True) -> None:
+    """Findings on stdout, one per line, files in order, a blank line between files."""
+    last_path = None
+    for f in findings:
+        if last_path is not None and f.path != last_path:
+            console.print()
+        last_path = f.path
+        style = "bold red" if f.severity is Severity.ERROR else "bold yellow"
+        fixes = f" [dim]\\[fix: {escape(', '.join(f.fixes))}][/dim]" if (show_fixes and f.fixes) else ""
+        console.print(
+            f"[bold]{escape(f.path)}[/bold]:{f.line}:{f.column}: [{style}]{f.code}[/{style}] {escape(f.message)}{fixes}",
+            soft_wrap=True,
+            highlight=False,
+        )
+
+
+def print_file_errors(console: Console, errors: list[FileError]) -> None:
+    """One line per file that could not be checked, naming the file and the reason (stderr)."""
+    for e in errors:
+        console.print(f"[bold red]error[/bold red]: {escape(e.describe())}", soft_wrap=True, highlight=False)
+
+
+def print_statistics(console: Console, findings: list[Finding]) -> None:
+    counts = Counter(f.code for f in findings)
+    messages = {}
+    for f in findings:
+        messages.setdefault(f.code, f.severity.value)
+    for code, count in sorted(counts.items(), key=lambda item: (-item[1], item[0])):
+        console.print(f"{count:5d}\t{code}\t{messages[code]}", highlight=False)
+
+
+def summary(findings: list[Finding], errors: list[FileError], files: int) -> str:
+    n_err = sum(f.severity is Severity.ERROR for f in findings)
+    n_warn = len(findings) - n_err
+    parts = [f"Checked {files} file{'s' * (files != 1)}"]
+    if findings:
+        parts.append(f"found {len(findings)} finding{'s' * (len(findings) != 1)} ({n_err} error{'s' * (n_err != 1)}, {n_warn} warning{'s' * (n_warn != 1)})")
+    else:
+        parts.append("no findings")
+    if errors:
+        parts.append(f"{len(errors)} file{'s' * (len(errors) != 1)} could not be checked")
+    return ": ".join(parts[:1]) + ": " + "; ".join(parts[1:]) + "."
