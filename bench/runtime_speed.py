@@ -3,7 +3,8 @@
 Run: ``python bench/runtime_speed.py`` (add ``--variants`` to also time every per-axis
 composition, which is how the default choice in ``bilinear.py`` was made).
 
-Time: median over repeats of the mean of several calls, 2 threads, float32.
+Time: best of 5 repeats of the mean of several calls (the minimum resists load from other
+processes better than the median), 2 threads, float32.
 Memory: peak of the bytes held by torch's CPU allocator during one forward+backward, above what
 was held before it started (input included in neither; output, saved tensors, temporaries and
 gradients included), read from the torch profiler's memory events. Both sides measured the same
@@ -13,7 +14,6 @@ way in the same process.
 from __future__ import annotations
 
 import argparse
-import statistics
 import sys
 import time
 from pathlib import Path
@@ -33,10 +33,9 @@ CASES = [
 ]
 VARIANTS = {
     "auto": None,
-    "mm/mm": ("matmul", "matmul"),
-    "idx/gather": ("index", "index"),
-    "mm/gather": ("matmul", "index"),
-    "idx/mm": ("index", "matmul"),
+    "dense": ("matmul", "matmul"),
+    "band/gather": ("band", "gather"),
+    "index/gather": ("index", "gather"),
 }
 
 
@@ -52,7 +51,7 @@ def _time(fn, min_time: float = 0.15, repeats: int = 5) -> float:
         for _ in range(n):
             fn()
         runs.append((time.perf_counter() - t0) / n)
-    return statistics.median(runs)
+    return min(runs)
 
 
 def _peak_bytes(fn) -> int:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import math
 from functools import lru_cache
-from typing import List, Optional, Sequence, Tuple, Union
+from typing import List, NamedTuple, Optional, Sequence, Tuple, Union
 
 import torch
 
@@ -22,9 +22,13 @@ _Size = Union[int, Sequence[int], None]
 _Scale = Union[float, Sequence[float], None]
 
 # Per-axis composition, chosen by measurement (bench/runtime_speed.py, 2 threads, float32):
-# a dense (out x in) interpolation matrix and one GEMM beats index-and-lerp while the matrix is
-# small; past that, the cost of the dense GEMM grows with in*out per row and gather/index wins.
-_MATMUL_MAX_IN = 96  # use the dense matrix along an axis only when its input size is <= this
+# * input axis <= _MATMUL_MAX_IN: one GEMM with the dense (out, in) interpolation matrix; it
+#   beats index-and-lerp (fewer passes over memory) while the matrix is short;
+# * longer axes: the last (contiguous) axis uses gather-and-lerp; any other axis uses a banded
+#   matrix cut into blocks of _BAND_BLOCK output rows, each reading a window of L input rows
+#   (index_select of the windows, then one batched GEMM), so the work per output is L, not in.
+_MATMUL_MAX_IN = 128
+_BAND_BLOCK = 32
 
 
 # ---------------------------------------------------------------------------------------------
@@ -62,6 +66,58 @@ def _dense(
     return _build_dense(_plan(in_size, out_size, align_corners, scale, dtype, device), in_size)
 
 
+class _Band(NamedTuple):
+    win: torch.Tensor  # int64 (nb * L,): input rows of every window, block after block
+    weights: torch.Tensor  # (nb, block, L)
+    nb: int
+    length: int
+    block: int
+
+
+def _build_band(p: AxisPlan, in_size: int, block: int) -> _Band:
+    """Cut the banded (out, in) matrix into ``nb`` blocks of ``block`` output rows, each with a
+    window of ``L`` consecutive input rows (the widest block's span; windows are shifted left
+    where they would run past the end)."""
+    out_size = p.i0.numel()
+    dense = _build_dense(p, in_size)
+    nb = -(-out_size // block)
+    pad = nb * block - out_size
+    if pad:
+        dense = torch.cat([dense, dense.new_zeros(pad, in_size)])
+        i0 = torch.cat([p.i0, p.i0[-1:].expand(pad)])
+        i1 = torch.cat([p.i1, p.i1[-1:].expand(pad)])
+    else:
+        i0, i1 = p.i0, p.i1
+    lo = i0.reshape(nb, block).amin(1)
+    hi = i1.reshape(nb, block).amax(1)
+    length = int((hi - lo).max()) + 1
+    start = lo.clamp_max(in_size - length)
+    win = start[:, None] + torch.arange(length, device=start.device)
+    weights = torch.gather(
+        dense.reshape(nb, block, in_size), 2, win[:, None, :].expand(nb, block, length)
+    ).contiguous()
+    return _Band(win.reshape(-1), weights, nb, length, block)
+
+
+@lru_cache(maxsize=256)
+def _band(
+    in_size: int,
+    out_size: int,
+    align_corners: bool,
+    scale: Optional[float],
+    dtype: torch.dtype,
+    device: torch.device,
+) -> _Band:
+    p = _plan(in_size, out_size, align_corners, scale, dtype, device)
+    return _build_band(p, in_size, _BAND_BLOCK)
+
+
+def _get_band(*key) -> _Band:
+    if _in_trace_or_fake():
+        return _build_band(axis_plan(*key), key[0], _BAND_BLOCK)
+    return _band(*key)
+
+
 def _in_trace_or_fake() -> bool:
     # Never cache tensors made under a dispatch mode (make_fx, FakeTensorMode, torch.compile):
     # they would leak out of that context.
@@ -82,6 +138,7 @@ def clear_cache() -> None:
     """Drop the cached per-axis index/weight tensors."""
     _plan.cache_clear()
     _dense.cache_clear()
+    _band.cache_clear()
 
 
 # ---------------------------------------------------------------------------------------------
@@ -116,20 +173,28 @@ def _resample_axis(
     """Resample ``x`` along ``dim`` (non-negative) to ``out_size``."""
     in_size = x.shape[dim]
     key = (in_size, out_size, align_corners, scale, x.dtype, x.device)
+    last = dim == x.dim() - 1
     if method is None:
-        method = "matmul" if in_size <= _MATMUL_MAX_IN else "index"
+        if in_size <= _MATMUL_MAX_IN:
+            method = "matmul"
+        else:
+            method = "gather" if last and last_is_contiguous else "band"
     if method == "matmul":
         a = _get_dense(*key)
-        if dim == x.dim() - 1:
+        if last:
             return torch.matmul(x, a.t())
-        if dim == x.dim() - 2:
-            return torch.matmul(a, x)
-        # channels_last: (N, H, W, C) with dim in {1, 2}; contract over dim with C kept inner.
-        return torch.matmul(a, x.flatten(dim + 1) if dim == 1 else x).reshape(
-            x.shape[:dim] + (out_size,) + x.shape[dim + 1 :]
-        )
+        # contract over ``dim`` with everything after it flattened into the columns
+        cols = x.flatten(dim + 1) if dim < x.dim() - 2 else x
+        return torch.matmul(a, cols).reshape(x.shape[:dim] + (out_size,) + x.shape[dim + 1 :])
+    if method == "band" and not last:
+        b = _get_band(*key)
+        rest = x.shape[dim + 1 :]
+        cols = math.prod(rest)
+        xw = x.index_select(dim, b.win).reshape(x.shape[:dim] + (b.nb, b.length, cols))
+        y = torch.matmul(b.weights, xw).reshape(x.shape[:dim] + (b.nb * b.block,) + rest)
+        return y if b.nb * b.block == out_size else y.narrow(dim, 0, out_size)
     p = _get_plan(*key)
-    if dim == x.dim() - 1 and last_is_contiguous:
+    if method == "gather" and last:
         return _lerp_gather(x, p)
     return _lerp_index(x, dim, p)
 
