@@ -1,0 +1,62 @@
+"""Shared test fixtures: the real corpus and its ground truth, and CLI runners."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+CORPUS_PACKAGES = ("timm", "diffusers", "segmentation_models_pytorch", "kornia")
+
+
+def shared_dir() -> Path | None:
+    """../shared beside the checkout (or $CANDLE_PORT_SHARED): candle-ops.md and the corpus truth."""
+    candidates = [os.environ.get("CANDLE_PORT_SHARED"), ROOT.parent / "shared", "/work/shared"]
+    for candidate in candidates:
+        if candidate and (Path(candidate) / "corpus" / "truth").is_dir():
+            return Path(candidate)
+    return None
+
+
+def _missing(reason: str):
+    """Skip where the corpus cannot be had; in CI (.ci/run sets CANDLE_PORT_REQUIRE_CORPUS) fail."""
+    if os.environ.get("CANDLE_PORT_REQUIRE_CORPUS"):
+        pytest.fail(reason)
+    pytest.skip(reason)
+
+
+@pytest.fixture(scope="session")
+def corpus_dir() -> Path:
+    directory = Path(os.environ.get("CANDLE_PORT_CORPUS", ROOT / ".corpus"))
+    if not all((directory / p).is_dir() for p in CORPUS_PACKAGES):
+        shared = shared_dir()
+        if shared is None:
+            _missing("../shared/corpus is not beside this checkout, so the corpus cannot be fetched")
+        done = subprocess.run(["bash", str(shared / "corpus" / "fetch.sh"), str(directory)], capture_output=True, text=True)
+        if done.returncode != 0 or not all((directory / p).is_dir() for p in CORPUS_PACKAGES):
+            _missing(f"the corpus could not be fetched: {done.stderr.strip()[-300:]}")
+    return directory
+
+
+@pytest.fixture(scope="session")
+def truth_rows() -> list[dict]:
+    shared = shared_dir()
+    if shared is None:
+        _missing("../shared/corpus/truth is not beside this checkout")
+    rows = []
+    for path in sorted((shared / "corpus" / "truth").glob("*.jsonl")):
+        if path.name.endswith(".wrappers.jsonl"):
+            continue
+        rows += [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+    return rows
+
+
+def run_tool(*args: str, stdin: bytes | None = None, cwd: Path | None = None, tool: str = "check") -> subprocess.CompletedProcess:
+    """Run `candle-port <tool> ...` in a fresh interpreter, as a user would."""
+    command = [sys.executable, "-m", "candle_port", tool, *args]
+    return subprocess.run(command, input=stdin, capture_output=True, cwd=cwd, timeout=600)

@@ -1,0 +1,120 @@
+"""The forward graph of the runtime op touches the input only through ops candle can differentiate.
+
+Traced with make_fx; every node whose value depends on the input (data flow from the placeholder)
+must be an aten op in ALLOWED. Ops on tensors built from sizes alone (indices, weights) are free:
+in candle they are computed on the host and uploaded as constants.
+"""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from torch.fx.experimental.proxy_tensor import make_fx
+
+from candle_port.runtime import interpolate, upsample_bilinear2d, upsample_linear1d
+
+# aten op -> the candle op (with a backward, ../shared/candle-ops.md section 2.1) it maps to
+ALLOWED = {
+    "index_select": "index_select (Op::IndexSelect)",
+    "gather": "gather (Op::Gather)",
+    "mm": "matmul (Op::Matmul)",
+    "bmm": "matmul (Op::Matmul)",
+    "mul": "broadcast_mul (Op::Binary Mul)",
+    "add": "broadcast_add (Op::Binary Add)",
+    "expand": "broadcast_as (Op::Broadcast)",
+    "view": "reshape (Op::Reshape)",
+    "_unsafe_view": "reshape (Op::Reshape)",
+    "reshape": "reshape (Op::Reshape)",
+    "unsqueeze": "unsqueeze (Op::Reshape)",
+    "squeeze": "squeeze (Op::Reshape)",
+    "permute": "permute (Op::Permute)",
+    "transpose": "transpose (Op::Transpose)",
+    "t": "t (Op::Transpose)",
+    "slice": "narrow (Op::Narrow)",
+    "clone": "copy / contiguous (Op::Copy)",
+    "_to_copy": "to_dtype (Op::ToDType)",
+    "alias": "view (no op)",
+}
+FORBIDDEN_HINTS = ("upsample", "grid_sampler", "scatter", "interpolate", "index_put")
+
+CASES_4D = [
+    pytest.param(dict(scale_factor=2), None, torch.float32, False, id="x2-auto"),
+    pytest.param(dict(scale_factor=2.5), None, torch.float32, False, id="x2.5-auto"),
+    pytest.param(dict(size=(7, 300)), None, torch.float32, False, id="size-long-w-gather"),
+    pytest.param(dict(size=(300, 9)), None, torch.float32, False, id="size-long-h-band"),
+    pytest.param(dict(scale_factor=(0.5, 3.0)), ("matmul", "matmul"), torch.float32, False, id="dense"),
+    pytest.param(dict(scale_factor=(1.7, 0.6)), ("band", "gather"), torch.float32, False, id="band-gather"),
+    pytest.param(dict(scale_factor=1.5), ("index", "index"), torch.float32, False, id="index"),
+    pytest.param(dict(size=(12, 10)), None, torch.float32, True, id="channels-last"),
+    pytest.param(dict(size=(12, 10)), ("band", "band"), torch.float32, True, id="channels-last-band"),
+    pytest.param(dict(size=(12, 10)), ("index", "index"), torch.float32, True, id="channels-last-index"),
+    pytest.param(dict(scale_factor=2), None, torch.float16, False, id="fp16"),
+    pytest.param(dict(scale_factor=2), None, torch.bfloat16, False, id="bf16"),
+    pytest.param(dict(scale_factor=2), None, torch.float64, False, id="fp64"),
+    pytest.param(dict(size=(5, 8)), None, torch.float32, False, id="identity"),
+    pytest.param(dict(size=(5, 20)), None, torch.float32, False, id="one-axis"),
+    pytest.param(dict(size=(1, 1)), None, torch.float32, False, id="to-1x1"),
+]
+
+
+def _tainted_ops(gm: torch.fx.GraphModule) -> set[str]:
+    """Names (overload packets) of the ops whose inputs depend on the first placeholder."""
+    tainted: set[torch.fx.Node] = set()
+    ops: set[str] = set()
+    for node in gm.graph.nodes:
+        if node.op == "placeholder":
+            tainted.add(node)
+            continue
+        if node.op != "call_function":
+            continue
+        deps = node.all_input_nodes
+        if any(d in tainted for d in deps):
+            tainted.add(node)
+            target = node.target
+            name = getattr(getattr(target, "overloadpacket", None), "__name__", None) or str(target)
+            ops.add(name)
+    return ops
+
+
+def _all_ops(gm: torch.fx.GraphModule) -> set[str]:
+    return {str(n.target) for n in gm.graph.nodes if n.op == "call_function"}
+
+
+@pytest.mark.parametrize(("kwargs", "methods", "dtype", "channels_last"), CASES_4D)
+@pytest.mark.parametrize("align_corners", [False, True], ids=["ac-false", "ac-true"])
+def test_forward_graph_uses_only_allowed_ops(kwargs, methods, dtype, channels_last, align_corners):
+    x = torch.rand(2, 3, 5, 8, dtype=dtype)
+    if "size" in kwargs and kwargs["size"][0] == 300:
+        x = torch.rand(1, 2, 150, 9, dtype=dtype)
+    elif "size" in kwargs and kwargs["size"][1] == 300:
+        x = torch.rand(1, 2, 7, 150, dtype=dtype)
+    if channels_last:
+        x = x.contiguous(memory_format=torch.channels_last)
+
+    def f(t):
+        return upsample_bilinear2d(t, align_corners=align_corners, _methods=methods, **kwargs)
+
+    gm = make_fx(f)(x)
+    used = _tainted_ops(gm)
+    assert used, "nothing traced"
+    assert used <= set(ALLOWED), f"not candle-differentiable: {sorted(used - set(ALLOWED))}"
+    assert not any(h in op for op in _all_ops(gm) for h in FORBIDDEN_HINTS)
+    torch.testing.assert_close(gm(x), f(x), rtol=0, atol=0)
+
+
+@pytest.mark.parametrize(
+    "kwargs",
+    [dict(size=17), dict(scale_factor=0.5), dict(size=200), dict(scale_factor=3.3)],
+    ids=["size", "down", "long", "x3.3"],
+)
+def test_linear1d_graph_uses_only_allowed_ops(kwargs):
+    x = torch.rand(2, 3, 150)
+    gm = make_fx(lambda t: upsample_linear1d(t, **kwargs))(x)
+    assert _tainted_ops(gm) <= set(ALLOWED)
+
+
+def test_interpolate_bilinear_is_traced_through_our_op():
+    x = torch.rand(1, 2, 6, 6)
+    gm = make_fx(lambda t: interpolate(t, scale_factor=2, mode="bilinear"))(x)
+    assert _tainted_ops(gm) <= set(ALLOWED)
+    assert not any("upsample" in op for op in _all_ops(gm))
