@@ -37,7 +37,9 @@ def decode_source(data: bytes) -> SourceText:
     try:
         encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
     except SyntaxError as exc:
-        raise SourceError(f"cannot detect encoding: {exc}") from None
+        if "invalid or missing encoding declaration" not in str(exc):
+            raise SourceError(f"cannot detect encoding: {exc}") from None
+        encoding = "utf-8"  # no cookie and undecodable first lines: report the bad byte below
     bom = data.startswith(codecs.BOM_UTF8)
     if bom:
         data = data[len(codecs.BOM_UTF8) :]

@@ -57,7 +57,7 @@ def check_command(
     if not quiet:
         from candle_port.output.text import summary
 
-        stderr.print(summary(findings, report.errors, report.files_checked), highlight=False, markup=False)
+        stderr.print(summary(findings, report.errors, report.files_checked), highlight=False, markup=False, soft_wrap=True)
     if report.errors:
         raise typer.Exit(ExitCode.BAD_INPUT)
     if not exit_zero and any(f.severity is Severity.ERROR for f in findings):

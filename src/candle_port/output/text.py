@@ -38,7 +38,7 @@ def print_statistics(console: Console, findings: list[Finding]) -> None:
     for f in findings:
         messages.setdefault(f.code, f.severity.value)
     for code, count in sorted(counts.items(), key=lambda item: (-item[1], item[0])):
-        console.print(f"{count:5d}\t{code}\t{messages[code]}", highlight=False)
+        console.print(f"{count:5d}  {code}  {messages[code]}", highlight=False, markup=False)
 
 
 def summary(findings: list[Finding], errors: list[FileError], files: int) -> str:
