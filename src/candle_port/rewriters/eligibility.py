@@ -6,6 +6,8 @@ a site with the same reason), so the two never disagree.
 
 from __future__ import annotations
 
+import libcst as cst
+
 from candle_port.analysis.sites import Site
 
 RUNTIME = "runtime"
@@ -40,19 +42,34 @@ def refusal(strategy: str, site: Site) -> str | None:
         return f"the {strategy} strategy does not rewrite functools.partial sites; use --strategy runtime"
     if site.kind == "subclass":
         return f"the {strategy} strategy does not rewrite subclasses of nn.Upsample; use --strategy runtime"
-    if "bilinear" not in site.possible_modes() or not site.mode.known:
+    if site.mode.single != "bilinear":
         return f"the {strategy} strategy only rewrites sites whose mode is literally 'bilinear'"
-    if site.value("antialias").single not in (False, None):
+    antialias = site.value("antialias")
+    if not antialias.known or antialias.single not in (False, None):
         return "antialias must be False for this strategy"
+    if strategy == NEAREST and not site.api.accepts_mode and not isinstance(site.call.func, cst.Attribute):
+        # UpsamplingBilinear2d -> UpsamplingNearest2d renames the attribute; a bare imported name
+        # would need a new import of the nearest API.
+        return (
+            f"{site.api.name} is imported under its own name; call it through its module "
+            f"(nn.{site.api.name} / F.{site.api.name}) or use --strategy runtime"
+        )
+    if strategy == CONVTRANSPOSE:
+        align = site.value("align_corners")
+        if not align.known or align.single not in (False, None):
+            return "align_corners=True cannot be reproduced exactly by a transposed convolution"
+    size = site.value("size")
+    if not size.known or size.single is not None:
+        return (
+            "size=... sets the output size, not a scale; needs an integer, uniform scale_factor "
+            "given by literals"
+        )
     if integer_scale(site) is None:
         return (
             "needs an integer, uniform scale_factor given by literals "
             "(candle's nearest backward and a stride-s transposed conv need it)"
         )
     if strategy == CONVTRANSPOSE:
-        align = site.value("align_corners")
-        if not align.known or align.single not in (False, None):
-            return "align_corners=True cannot be reproduced exactly by a transposed convolution"
         if site.value("recompute_scale_factor").single not in (None, False, True):
             return "recompute_scale_factor must be a literal"
     return None

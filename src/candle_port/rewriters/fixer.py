@@ -1,0 +1,224 @@
+"""Fix one source text: find the sites port-check reports, rewrite the eligible ones, verify.
+
+Which sites: those with an unsuppressed, enabled finding (port-check's own rules, suppression
+comments and config) whose code the strategy considers. Each is either fixed, refused (with
+eligibility.refusal's reason), or, when its finding is suppressed or disabled, skipped.
+
+The result is verified before it is returned: it must parse (libcst and Python's compiler), and
+re-checking it must report no fixed code except at the refused and skipped sites. Otherwise the
+text is left unchanged and the result carries an error.
+"""
+
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass, field
+
+import libcst as cst
+
+from candle_port.analysis.positions import call_positions
+from candle_port.analysis.sites import Site, scan_module
+from candle_port.checker import findings_for_scan, parse
+from candle_port.config import Config
+from candle_port.findings import FileError
+from candle_port.prefilter import may_hold_sites
+from candle_port.rewriters import imports, strategies
+from candle_port.rewriters.eligibility import CONVTRANSPOSE, NEAREST, RUNTIME, STRATEGIES, refusal
+from candle_port.rules import all_rules
+
+
+@dataclass(frozen=True)
+class Fixed:
+    code: str  # the finding(s) fixed, e.g. "CP101" or "CP101,CP102"
+    line: int
+    column: int
+    strategy: str
+    api: str
+    note: str = ""  # what the user must know (numerics, new parameters)
+
+
+@dataclass(frozen=True)
+class Refused:
+    code: str
+    line: int
+    column: int
+    reason: str
+
+
+@dataclass(frozen=True)
+class Skipped:
+    code: str
+    line: int
+    column: int
+    reason: str
+
+
+@dataclass
+class FixResult:
+    """What port-fix did to one source text. `text` is the original when nothing changed."""
+
+    path: str
+    strategy: str
+    original: str
+    text: str
+    fixed: list[Fixed] = field(default_factory=list)
+    refused: list[Refused] = field(default_factory=list)
+    skipped: list[Skipped] = field(default_factory=list)
+    error: FileError | None = None
+    import_added: str | None = None
+
+    @property
+    def changed(self) -> bool:
+        return self.text != self.original
+
+
+class FixError(ValueError):
+    """An unknown strategy or option."""
+
+
+def fix_text(
+    text: str,
+    strategy: str = RUNTIME,
+    path: str = "<string>",
+    config: Config | None = None,
+    vendored_module: str | None = None,
+    **options,
+) -> FixResult:
+    """Rewrite every fixable site of `text` with `strategy`; never raises for bad source.
+
+    `vendored_module`: import the runtime from this module (written by --vendor) instead of
+    candle_port.runtime. A syntax error becomes the result's `error` with the text unchanged.
+    """
+    if strategy not in STRATEGIES:
+        raise FixError(f"unknown strategy {strategy!r}; expected one of {', '.join(STRATEGIES)}")
+    if options:
+        raise FixError(f"unknown option(s): {', '.join(sorted(options))}")
+    config = config or Config()
+    result = FixResult(path, strategy, text, text)
+    if not may_hold_sites(text):
+        return result
+    module = parse(text, path)
+    if isinstance(module, FileError):
+        result.error = module
+        return result
+    scan = scan_module(module)
+    if not scan.sites:
+        return result
+    considered = strategies.CONSIDERED_CODES
+    findings = [f for f in findings_for_scan(module, scan, text, path, config) if f.code in considered]
+    positions = call_positions(module, text, scan.calls, [site.call for site in scan.sites])
+    by_position: dict[tuple[int, int], list[str]] = {}
+    for finding in findings:
+        by_position.setdefault((finding.line, finding.column), []).append(finding.code)
+    rules = [rule for rule in all_rules() if rule.code in considered]
+
+    planned: list[tuple[Site, str]] = []  # (site, codes)
+    for site in scan.sites:
+        line, column, _ = positions[site.call]
+        codes = by_position.get((line, column))
+        if not codes:
+            raw = [rule.code for rule in rules if any(True for _ in rule.check(site))]
+            if raw:
+                reason = "finding suppressed by a `# port: ignore` comment or disabled by configuration"
+                result.skipped.append(Skipped(",".join(raw), line, column, reason))
+            continue
+        code = ",".join(sorted(set(codes)))
+        reason = refusal(strategy, site)
+        if reason is None and not set(codes) <= set(strategies.FIXED_CODES[strategy]):
+            reason = f"the {strategy} strategy does not fix {code}"
+        if reason is None and site.kind == "subclass" and strategies.subclass_base(site) is None:
+            reason = "cannot locate the nn.Upsample base class of this subclass; rewrite it by hand"
+        if reason is not None:
+            result.refused.append(Refused(code, line, column, reason))
+            continue
+        planned.append((site, code))
+        result.fixed.append(
+            Fixed(code, line, column, strategy, site.api.name, strategies.note_for(strategy, site))
+        )
+    if not planned:
+        return result
+
+    new_module = _rewrite(module, planned, strategy, vendored_module, result)
+    new_text = new_module.code
+    problem = _verify(new_text, path, config, strategy, result)
+    if problem is not None:
+        result.error = FileError(path, f"internal error, file left unchanged: {problem}")
+        result.fixed.clear()
+        result.import_added = None
+        return result
+    result.text = new_text
+    return result
+
+
+def _rewrite(module: cst.Module, planned, strategy: str, vendored_module: str | None, result: FixResult) -> cst.Module:
+    target = strategies.target_for(strategy, vendored_module)
+    alias = None
+    if target is not None:
+        alias = imports.existing_alias(module, target.module)
+        if alias is None:
+            alias = imports.fresh_name(target.preferred_alias, imports.used_names(module))
+    calls: dict[int, Site] = {}
+    bases: dict[int, tuple[cst.ClassDef, dict[int, cst.BaseExpression]]] = {}
+    for site, _ in planned:
+        if site.kind == "subclass":
+            found = strategies.subclass_base(site)
+            assert found is not None
+            classdef, index = found
+            new = strategies.callee(alias, strategies.replacement_name(strategy, site))
+            bases.setdefault(id(classdef), (classdef, {}))[1][index] = new
+        else:
+            calls[id(site.call)] = site
+    transformer = _Transformer(calls, bases, strategy, alias)
+    new_module = module.visit(transformer)
+    if target is not None and transformer.used_target and imports.existing_alias(module, target.module) is None:
+        new_module = imports.add_import(new_module, target.module, alias)
+        result.import_added = f"import {target.module} as {alias}"
+    return new_module
+
+
+class _Transformer(cst.CSTTransformer):
+    def __init__(self, calls: dict[int, Site], bases, strategy: str, alias: str | None) -> None:
+        self.calls = calls
+        self.bases = bases
+        self.strategy = strategy
+        self.alias = alias
+        self.used_target = bool(bases)
+
+    def leave_Call(self, original_node: cst.Call, updated_node: cst.Call) -> cst.BaseExpression:
+        site = self.calls.get(id(original_node))
+        if site is None:
+            return updated_node
+        if self.strategy == NEAREST:
+            return strategies.nearest_call(site, original_node, updated_node)
+        self.used_target = True
+        new = strategies.callee(self.alias, strategies.replacement_name(self.strategy, site))
+        return strategies.swap_callee(site, updated_node, new)
+
+    def leave_ClassDef(self, original_node: cst.ClassDef, updated_node: cst.ClassDef) -> cst.BaseStatement:
+        found = self.bases.get(id(original_node))
+        if found is None:
+            return updated_node
+        _, new_bases = found
+        return strategies.swap_base(updated_node, set(new_bases), new_bases)
+
+
+def _verify(new_text: str, path: str, config: Config, strategy: str, result: FixResult) -> str | None:
+    """Why the rewritten text must not be written, or None when it is fine."""
+    try:
+        compile(new_text, path, "exec", ast.PyCF_ONLY_AST, dont_inherit=True)
+    except (SyntaxError, ValueError) as exc:
+        return f"the rewrite does not parse ({exc})"
+    module = parse(new_text, path)
+    if isinstance(module, FileError):
+        return f"the rewrite does not parse ({module.reason})"
+    from candle_port.checker import check_module
+
+    fixed_codes = set(strategies.FIXED_CODES[strategy])
+    remaining = {(f.line, f.column) for f in check_module(module, new_text, path, config) if f.code in fixed_codes}
+    allowed = sum(1 for r in result.refused if set(r.code.split(",")) & fixed_codes)
+    if len(remaining) > allowed:
+        return f"port-check still reports {', '.join(sorted(fixed_codes))} at {len(remaining) - allowed} fixed site(s)"
+    return None
+
+
+__all__ = ["FixResult", "Fixed", "Refused", "Skipped", "FixError", "fix_text", "CONVTRANSPOSE", "NEAREST", "RUNTIME"]
