@@ -1,0 +1,35 @@
+"""A small U-Net of the kind people port to candle: its decoder upsamples bilinearly.
+
+`port-check examples/unet.py` reports both upsampling sites (CP101): candle has no backward for
+upsample_bilinear2d, so this model cannot be trained in candle as written.
+"""
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+
+def block(cin: int, cout: int) -> nn.Sequential:
+    return nn.Sequential(nn.Conv2d(cin, cout, 3, padding=1), nn.BatchNorm2d(cout), nn.ReLU())
+
+
+class UNet(nn.Module):
+    def __init__(self, channels: int = 3, width: int = 8, classes: int = 2):
+        super().__init__()
+        self.down1 = block(channels, width)
+        self.down2 = block(width, 2 * width)
+        self.bottom = block(2 * width, 2 * width)
+        self.up = nn.Upsample(scale_factor=2, mode="bilinear", align_corners=False)
+        self.dec2 = block(4 * width, width)
+        self.dec1 = block(2 * width, width)
+        self.head = nn.Conv2d(width, classes, 1)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        d1 = self.down1(x)
+        d2 = self.down2(F.avg_pool2d(d1, 2))
+        b = self.bottom(F.avg_pool2d(d2, 2))
+        u2 = self.dec2(torch.cat([self.up(b), d2], dim=1))
+        # Resize to the skip connection's exact size (odd sizes round differently).
+        u1 = F.interpolate(u2, size=d1.shape[-2:], mode="bilinear", align_corners=False)
+        u1 = self.dec1(torch.cat([u1, d1], dim=1))
+        return self.head(u1)

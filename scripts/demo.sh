@@ -1,0 +1,13 @@
+#!/usr/bin/env bash
+# Set up, then run the main job on the bundled example model: check it, show the fix as a diff,
+# and verify that the fixed model computes the same outputs and gradients and trains in candle.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+bash scripts/setup.sh
+bin=${CANDLE_PORT_VENV:-.venv}/bin
+echo; echo "== port-check examples/unet.py"
+"$bin/port-check" examples/unet.py
+echo; echo "== port-fix --diff examples/unet.py (writes nothing)"
+"$bin/port-fix" --diff examples/unet.py
+echo; echo "== candle-port verify examples/unet.py:UNet --input-shape 1,3,32,32"
+"$bin/candle-port" verify examples/unet.py:UNet --input-shape 1,3,32,32
