@@ -13,6 +13,7 @@ from functools import lru_cache
 from typing import List, NamedTuple, Optional, Sequence, Tuple, Union
 
 import torch
+from torch.utils._python_dispatch import _disable_current_modes
 
 from ._coords import AxisPlan, axis_plan, compute_dtype
 
@@ -112,26 +113,30 @@ def _band(
     return _build_band(p, in_size, _BAND_BLOCK)
 
 
-def _get_band(*key) -> _Band:
-    if _in_trace_or_fake():
-        return _build_band(axis_plan(*key), key[0], _BAND_BLOCK)
-    return _band(*key)
+def _constants(builder, *key):
+    """Build (or fetch from the cache) size-only constants as plain tensors.
 
-
-def _in_trace_or_fake() -> bool:
-    # Never cache tensors made under a dispatch mode (make_fx, FakeTensorMode, torch.compile):
-    # they would leak out of that context.
-    return torch._C._len_torch_dispatch_stack() > 0 or torch.compiler.is_compiling()
+    Under a dispatch mode (make_fx, FakeTensorMode) the modes are switched off while building,
+    so the constants are real tensors (they depend on sizes only) and the trace records them as
+    constants; nothing made under such a mode is ever cached. torch.compile builds afresh."""
+    if torch.compiler.is_compiling():
+        return builder.__wrapped__(*key)
+    if torch._C._len_torch_dispatch_stack() > 0:
+        with _disable_current_modes():
+            return builder(*key)
+    return builder(*key)
 
 
 def _get_plan(*key) -> AxisPlan:
-    return axis_plan(*key) if _in_trace_or_fake() else _plan(*key)
+    return _constants(_plan, *key)
 
 
 def _get_dense(*key) -> torch.Tensor:
-    if _in_trace_or_fake():
-        return _build_dense(axis_plan(*key), key[0])
-    return _dense(*key)
+    return _constants(_dense, *key)
+
+
+def _get_band(*key) -> _Band:
+    return _constants(_band, *key)
 
 
 def clear_cache() -> None:
