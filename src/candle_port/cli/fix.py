@@ -1,0 +1,168 @@
+"""`port-fix` / `candle-port fix`: rewrite the sites port-check reports, without breaking code.
+
+Exit codes: 0 done (refused sites are reported, not failures: port-check is the gate for what is
+left); 1 with --check when a file would change; 2 usage or internal error; 3 some file could not
+be read, decoded, parsed or written (every other file was still fixed).
+"""
+
+from __future__ import annotations
+
+import enum
+import json
+import sys
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+from rich.markup import escape
+
+from candle_port.cli import common
+from candle_port.cli.exit_codes import ExitCode
+
+
+class Strategy(str, enum.Enum):
+    RUNTIME = "runtime"
+    NEAREST = "nearest"
+    CONVTRANSPOSE = "convtranspose"
+
+
+class SummaryFormat(str, enum.Enum):
+    TEXT = "text"
+    JSON = "json"
+
+
+def fix_command(
+    paths: common.Paths = None,
+    strategy: Annotated[
+        Optional[Strategy],
+        typer.Option(
+            "--strategy",
+            help="runtime: exact drop-in (default); nearest: mode='nearest' (numerics change); "
+            "convtranspose: learnable transposed conv, exact at init. Default: `strategy` in \\[tool.candle-port], else runtime.",
+            case_sensitive=False,
+        ),
+    ] = None,
+    diff: Annotated[bool, typer.Option("--diff", help="Print a unified diff on stdout; write nothing.", rich_help_panel=common.OUTPUT)] = False,
+    check: Annotated[bool, typer.Option("--check", help="Write nothing; exit 1 if any file would change (for CI).", rich_help_panel=common.OUTPUT)] = False,
+    vendor: Annotated[
+        Optional[Path],
+        typer.Option(
+            "--vendor",
+            help="Write the runtime as one module DIR/candle_port_runtime.py (torch only) and import it from there, "
+            "so the model does not depend on candle-port.",
+            rich_help_panel=common.CONFIGURATION,
+        ),
+    ] = None,
+    select: common.Select = None,
+    ignore: common.Ignore = None,
+    config: common.ConfigPath = None,
+    stdin_filename: common.StdinFilename = None,
+    output_format: Annotated[
+        SummaryFormat,
+        typer.Option("--output-format", help="The summary: text on stderr, or json (on stdout; on stderr with '-').", case_sensitive=False, rich_help_panel=common.OUTPUT),
+    ] = SummaryFormat.TEXT,
+    jobs: common.Jobs = None,
+    quiet: common.Quiet = False,
+    version: common.VersionOption = None,
+) -> None:
+    """Rewrite bilinear upsampling so the model trains in candle (runtime, nearest or convtranspose)."""
+    paths = paths or ["."]
+    settings = common.effective_config(config, paths, select, ignore)
+    chosen = strategy.value if strategy is not None else settings.strategy
+    write = not (diff or check)
+    from candle_port.rewriters.files import FixReport, fix_files, unified_diff
+
+    if "-" in paths:
+        if len(paths) > 1:
+            common.fail_usage("'-' (stdin) cannot be combined with other paths")
+        report = _fix_stdin(stdin_filename or "<stdin>", chosen, settings, vendor)
+        result = report.results[0] if report.results else None
+        if result is not None and not check:
+            if diff:
+                sys.stdout.write(unified_diff(result))
+            else:
+                sys.stdout.write(result.text)
+        elif result is None and not (check or diff):
+            sys.stdout.buffer.write(report.raw_input)  # unreadable: pass the bytes through unchanged
+    else:
+        try:
+            report = fix_files(paths, chosen, settings, write=write, vendor=vendor, jobs=jobs)
+        except OSError as exc:
+            common.fail_usage(f"cannot write the vendored runtime: {exc}")
+        if diff:
+            for result in report.changed:
+                sys.stdout.write(unified_diff(result))
+    _summarize(report, chosen, output_format, quiet, write, stdin="-" in paths)
+    if report.errors:
+        raise typer.Exit(ExitCode.BAD_INPUT)
+    if check and report.changed:
+        raise typer.Exit(ExitCode.FINDINGS)
+    raise typer.Exit(ExitCode.OK)
+
+
+def _fix_stdin(filename: str, strategy: str, settings, vendor: Optional[Path]):
+    from candle_port.findings import FileError
+    from candle_port.rewriters.files import FixReport
+    from candle_port.rewriters.fixer import fix_text
+    from candle_port.sources import SourceError, decode_source
+
+    report = FixReport(files_seen=1)
+    data = common.read_stdin_bytes()
+    report.raw_input = data
+    try:
+        source = decode_source(data)
+    except SourceError as exc:
+        report.errors.append(FileError(filename, str(exc)))
+        return report
+    module_name = None
+    if vendor is not None and strategy != "nearest":
+        from candle_port.rewriters.vendor import vendored_module_name
+
+        module_name = vendored_module_name(vendor)
+    result = fix_text(source.text, strategy=strategy, path=filename, config=settings, vendored_module=module_name)
+    if result.error is not None:
+        report.errors.append(result.error)
+        return report
+    report.results.append(result)
+    return report
+
+
+def _summarize(report, strategy: str, output_format: SummaryFormat, quiet: bool, write: bool, stdin: bool) -> None:
+    fixed, refused, skipped = report.fixed, report.refused, report.skipped
+    if output_format is SummaryFormat.JSON:
+        data = {
+            "strategy": strategy,
+            "fixed": [{"path": p, **vars(f)} for p, f in fixed],
+            "refused": [{"path": p, **vars(f)} for p, f in refused],
+            "skipped": [{"path": p, **vars(f)} for p, f in skipped],
+            "errors": [{"path": e.path, "reason": e.reason, "line": e.line} for e in report.errors],
+            "files_changed": [r.path for r in report.changed],
+            "vendored": report.vendored,
+        }
+        text = json.dumps(data, indent=2)
+        print(text, file=sys.stderr if stdin else sys.stdout)
+        return
+    err = common.stderr_console()
+    for e in report.errors:
+        err.print(f"[bold red]error[/bold red]: {escape(e.describe())}", soft_wrap=True)
+    if quiet:
+        return
+    notes = sorted({f.note for _, f in fixed if f.note})
+    for path, r in refused:
+        err.print(f"{escape(path)}:{r.line}:{r.column}: refused {r.code}: {escape(r.reason)}", soft_wrap=True, markup=True)
+    for path, s in skipped:
+        err.print(f"{escape(path)}:{s.line}:{s.column}: skipped {s.code}: {escape(s.reason)}", soft_wrap=True)
+    for note in notes:
+        err.print(f"[yellow]warning[/yellow]: {escape(note)}", soft_wrap=True)
+    if report.vendored:
+        err.print(f"wrote the vendored runtime to {escape(report.vendored)}", soft_wrap=True)
+    verb = "fixed" if write else "would be fixed"
+    files = len(report.changed)
+    err.print(
+        f"port-fix ({strategy}): {len(fixed)} site{'s' * (len(fixed) != 1)} {verb} in {files} file{'s' * (files != 1)}, "
+        f"{len(refused)} refused, {len(skipped)} skipped"
+        + (f", {len(report.errors)} file{'s' * (len(report.errors) != 1)} could not be processed" if report.errors else "")
+        + ".",
+        soft_wrap=True,
+        markup=False,
+    )

@@ -1,0 +1,152 @@
+"""Fix files on disk: discovery and config as port-check, atomic writes, diffs, the vendored runtime.
+
+A file that cannot be read, decoded or parsed is reported (FileError) and every other file is
+still fixed. Bytes are written back in the file's own encoding, with its BOM and newlines, through
+a temporary file and os.replace (permissions kept), and only when the text changed.
+"""
+
+from __future__ import annotations
+
+import difflib
+import os
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from candle_port.config import Config
+from candle_port.discovery import discover
+from candle_port.findings import FileError
+from candle_port.prefilter import may_hold_sites
+from candle_port.rewriters.eligibility import NEAREST, STRATEGIES
+from candle_port.rewriters.fixer import FixError, FixResult
+from candle_port.sources import SourceError, decode_source, write_atomically
+
+PARALLEL_THRESHOLD = 48
+
+
+@dataclass
+class FixReport:
+    """What fixing a set of paths did, in path order."""
+
+    results: list[FixResult] = field(default_factory=list)
+    errors: list[FileError] = field(default_factory=list)
+    empty_directories: list[str] = field(default_factory=list)
+    files_seen: int = 0
+    vendored: str | None = None  # the file written by --vendor, if any
+    raw_input: bytes = b""  # stdin only: the bytes read, passed through when they cannot be fixed
+
+    @property
+    def changed(self) -> list[FixResult]:
+        return [r for r in self.results if r.changed]
+
+    @property
+    def fixed(self):
+        return [(r.path, f) for r in self.results for f in r.fixed]
+
+    @property
+    def refused(self):
+        return [(r.path, f) for r in self.results for f in r.refused]
+
+    @property
+    def skipped(self):
+        return [(r.path, f) for r in self.results for f in r.skipped]
+
+
+def unified_diff(result: FixResult) -> str:
+    return "".join(
+        difflib.unified_diff(
+            result.original.splitlines(keepends=True),
+            result.text.splitlines(keepends=True),
+            fromfile=f"a/{result.path}",
+            tofile=f"b/{result.path}",
+        )
+    )
+
+
+def fix_file(path: str, strategy: str, config: Config, write: bool, vendored_module: str | None) -> FixResult | FileError:
+    """Fix one file; write it back (atomically) when `write` and something changed."""
+    try:
+        data = Path(path).read_bytes()
+    except IsADirectoryError:
+        return FileError(path, "is a directory")
+    except OSError as exc:
+        return FileError(path, exc.strerror or str(exc))
+    try:
+        source = decode_source(data)
+    except SourceError as exc:
+        return FileError(path, str(exc))
+    if not may_hold_sites(source.text):
+        return FixResult(path, strategy, source.text, source.text)
+    from candle_port.rewriters.fixer import fix_text
+
+    result = fix_text(source.text, strategy=strategy, path=path, config=config, vendored_module=vendored_module)
+    if result.error is not None:
+        return result.error
+    if write and result.changed:
+        try:
+            encoded = source.encode(result.text)
+        except UnicodeEncodeError as exc:
+            return FileError(path, f"cannot encode the rewrite as {source.encoding}: {exc.reason}")
+        try:
+            write_atomically(Path(path), encoded)
+        except OSError as exc:
+            return FileError(path, f"cannot write: {exc.strerror or exc}")
+    return result
+
+
+def _fix_chunk(args) -> list:
+    paths, strategy, config, write, vendored_module = args
+    return [fix_file(p, strategy, config, write, vendored_module) for p in paths]
+
+
+def fix_files(
+    paths: list[str],
+    strategy: str | None = None,
+    config: Config | None = None,
+    *,
+    write: bool = True,
+    vendor: str | os.PathLike | None = None,
+    jobs: int | None = None,
+) -> FixReport:
+    """Fix every Python file under `paths` with `strategy` (default: the config's).
+
+    `write=False` computes everything and writes nothing (for --diff and --check). `vendor`:
+    write the single-file runtime into that directory and import it from there (not for the
+    nearest strategy, which imports nothing).
+    """
+    config = config or Config()
+    strategy = strategy or config.strategy
+    if strategy not in STRATEGIES:
+        raise FixError(f"unknown strategy {strategy!r}; expected one of {', '.join(STRATEGIES)}")
+    vendored_module = None
+    if vendor is not None and strategy != NEAREST:
+        from candle_port.rewriters.vendor import vendored_module_name
+
+        vendored_module = vendored_module_name(Path(vendor))
+    found = discover(paths, config)
+    report = FixReport(errors=list(found.errors), empty_directories=found.empty_directories)
+    files = found.files
+    if vendor is not None:
+        vendored_file = (Path(vendor) / "candle_port_runtime.py").resolve()
+        files = [f for f in files if Path(f).resolve() != vendored_file]
+    jobs = jobs or os.cpu_count() or 1
+    if jobs <= 1 or len(files) < PARALLEL_THRESHOLD:
+        outcomes = _fix_chunk((files, strategy, config, write, vendored_module))
+    else:
+        size = max(8, len(files) // (jobs * 8))
+        chunks = [files[i : i + size] for i in range(0, len(files), size)]
+        outcomes = []
+        with ProcessPoolExecutor(max_workers=jobs) as pool:
+            for chunk in pool.map(_fix_chunk, [(c, strategy, config, write, vendored_module) for c in chunks]):
+                outcomes.extend(chunk)
+    for outcome in outcomes:
+        report.files_seen += 1
+        if isinstance(outcome, FileError):
+            report.errors.append(outcome)
+        else:
+            report.results.append(outcome)
+    if vendored_module is not None and write and any(r.import_added or r.changed for r in report.results):
+        from candle_port.rewriters.vendor import write_vendored
+
+        report.vendored = str(write_vendored(Path(vendor)))
+    return report
