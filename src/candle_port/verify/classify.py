@@ -1,0 +1,218 @@
+"""Classify every ATen op of a traced forward graph against the candle op table.
+
+Works on a ``torch.fx`` graph (from torch.export or make_fx) whose nodes carry ``meta['val']``.
+An op matters only when its output depends on a parameter or a floating input (candle records
+only ops on a path from a ``Var``, candle-ops.md section 2): ``on_grad_path`` says so, and only
+such ops decide the verdict.
+"""
+
+from __future__ import annotations
+
+import operator
+import re
+from dataclasses import asdict, dataclass, field
+from typing import Any, Iterable
+
+from .conditions import CONDITIONS, TensorInfo
+from .optable import BACKWARD, CONDITIONAL, FORWARD_ONLY, NO_OP, NOT_IN_TABLE, OpEntry, lookup
+
+LACKS_BACKWARD = (FORWARD_ONLY, NO_OP, NOT_IN_TABLE)
+# Graph bookkeeping that is no computation on tensors.
+_IGNORED = {
+    "_assert_tensor_metadata", "_assert_scalar", "sym_size", "sym_stride", "sym_numel", "sym_storage_offset",
+    "sym_constrain_range", "sym_constrain_range_for_size", "_assert_async", "_functional_assert_async",
+    "_functional_sym_constrain_range", "_functional_sym_constrain_range_for_size", "set_grad_enabled",
+}
+_FRAME = re.compile(r'File "([^"]+)", line (\d+), in (\S+)')
+
+
+@dataclass
+class OpRecord:
+    op: str  # full overload, e.g. aten::upsample_bilinear2d.vec
+    name: str  # table key, e.g. upsample_bilinear2d
+    cls: str  # backward / forward-only / conditional / no-op / not-in-table
+    on_grad_path: bool
+    ok: bool  # candle can differentiate this call (True when it needs no gradient)
+    reason: str = ""
+    warning: str = ""
+    where: str = ""
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass
+class GraphReport:
+    tracer: str  # "torch.export" or "make_fx"
+    ops: list[OpRecord] = field(default_factory=list)
+    fallback_reason: str = ""
+
+    @property
+    def lacking(self) -> list[OpRecord]:
+        """Ops on a gradient path that candle cannot differentiate."""
+        return [r for r in self.ops if r.on_grad_path and not r.ok]
+
+    def summary(self) -> list[dict[str, Any]]:
+        """One row per (op, class, outcome), with counts, lacking ones first."""
+        rows: dict[tuple, dict[str, Any]] = {}
+        for r in self.ops:
+            key = (r.name, r.cls, r.ok or not r.on_grad_path, r.reason, r.on_grad_path)
+            row = rows.get(key)
+            if row is None:
+                row = rows[key] = {
+                    "name": r.name, "class": r.cls, "count": 0, "on_grad_path": r.on_grad_path,
+                    "ok": r.ok or not r.on_grad_path, "reason": r.reason, "warning": r.warning, "where": [],
+                }
+            row["count"] += 1
+            if r.where and r.where not in row["where"] and len(row["where"]) < 3:
+                row["where"].append(r.where)
+        return sorted(rows.values(), key=lambda row: (row["ok"], not row["on_grad_path"], row["name"]))
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "tracer": self.tracer,
+            "fallback_reason": self.fallback_reason,
+            "lacking": [r.to_json() for r in self.lacking],
+            "summary": self.summary(),
+        }
+
+
+def _info(value: Any) -> Any:
+    val = value.meta.get("val") if hasattr(value, "meta") else None
+    if val is not None and hasattr(val, "shape") and hasattr(val, "dtype"):
+        try:
+            return TensorInfo(tuple(int(s) for s in val.shape), str(val.dtype))
+        except (TypeError, ValueError):  # symbolic sizes
+            return TensorInfo((), str(val.dtype))
+    if isinstance(value, (list, tuple)):
+        return type(value)(_info(v) for v in value)
+    return value
+
+
+def _first_output(node: Any) -> TensorInfo | None:
+    val = node.meta.get("val")
+    if isinstance(val, (list, tuple)):
+        val = val[0] if val else None
+    if val is not None and hasattr(val, "shape"):
+        try:
+            return TensorInfo(tuple(int(s) for s in val.shape), str(val.dtype))
+        except (TypeError, ValueError):
+            return None
+    return None
+
+
+def _floating(val: Any) -> bool:
+    if isinstance(val, (list, tuple)):
+        return any(_floating(v) for v in val)
+    dtype = getattr(val, "dtype", None)
+    return bool(dtype is not None and getattr(dtype, "is_floating_point", False))
+
+
+def bind_args(target: Any, args: tuple, kwargs: dict) -> dict[str, Any]:
+    """Arguments of an OpOverload call by schema name (``self`` is called ``input``), defaults filled."""
+    bound: dict[str, Any] = {}
+    schema = getattr(target, "_schema", None)
+    if schema is None:
+        return bound
+    for i, arg in enumerate(schema.arguments):
+        if i < len(args):
+            value = args[i]
+        elif arg.name in kwargs:
+            value = kwargs[arg.name]
+        elif arg.has_default_value():
+            value = arg.default_value
+        else:
+            value = None
+        bound["input" if arg.name == "self" else arg.name] = _info(value)
+    return bound
+
+
+def _where(node: Any) -> str:
+    trace = node.meta.get("stack_trace") or ""
+    frames = _FRAME.findall(trace)
+    if not frames:
+        return ""
+    path, line, _ = frames[-1]
+    return f"{path}:{line}"
+
+
+def _op_name(target: Any) -> str | None:
+    """``aten::add.Tensor`` for an OpOverload; None for graph bookkeeping (getitem, sym ops)."""
+    if target is operator.getitem or getattr(target, "__module__", "") in ("_operator", "operator"):
+        return None
+    schema = getattr(target, "_schema", None)
+    if schema is not None:
+        overload = f".{schema.overload_name}" if schema.overload_name else ""
+        return f"{schema.name}{overload}"
+    name = getattr(target, "__name__", None) or str(target)
+    return f"python::{name}"
+
+
+def classify_node(node: Any, on_grad_path: bool) -> OpRecord | None:
+    op = _op_name(node.target)
+    if op is None:
+        return None
+    namespace, _, rest = op.partition("::")
+    entry = lookup(rest)
+    if entry.name in _IGNORED:
+        return None
+    if namespace not in ("aten", "prims", "torchvision"):
+        entry = OpEntry(rest.split(".")[0], NOT_IN_TABLE)
+    record = OpRecord(op=op, name=entry.name, cls=entry.cls, on_grad_path=on_grad_path, ok=True,
+                      warning=entry.warning, where=_where(node))
+    if entry.cls == BACKWARD:
+        record.reason = entry.note
+    elif entry.cls == CONDITIONAL and entry.condition in CONDITIONS:
+        args = bind_args(node.target, tuple(node.args), dict(node.kwargs))
+        args["__op__"] = entry.name
+        outcome = CONDITIONS[entry.condition](args, _first_output(node))
+        record.ok = outcome.ok
+        record.reason = outcome.reason
+        record.warning = outcome.warning or (entry.warning if outcome.ok else "")
+    elif entry.cls == NOT_IN_TABLE:
+        record.ok = False
+        record.reason = "not in the candle op table: check by hand"
+    else:
+        record.ok = False
+        record.reason = entry.note
+    if not on_grad_path:
+        record.warning = ""
+    return record
+
+
+def grad_path_nodes(graph: Any, grad_sources: Iterable[str]) -> set[str]:
+    """Names of the nodes whose value depends on a grad source and is floating point."""
+    sources = set(grad_sources)
+    marked: set[str] = set()
+    for node in graph.nodes:
+        if node.op == "placeholder":
+            if node.name in sources:
+                marked.add(node.name)
+            continue
+        if node.op not in ("call_function", "call_method", "call_module"):
+            continue
+        if not any(inp.name in marked for inp in node.all_input_nodes):
+            continue
+        name = _op_name(node.target) if node.op == "call_function" else None
+        if name is not None and lookup(name.partition("::")[2] or name).no_grad:
+            continue
+        val = node.meta.get("val")
+        if val is None or _floating(val):
+            marked.add(node.name)
+    return marked
+
+
+def classify_graph(graph: Any, grad_sources: Iterable[str], tracer: str, fallback_reason: str = "") -> GraphReport:
+    marked = grad_path_nodes(graph, grad_sources)
+    report = GraphReport(tracer=tracer, fallback_reason=fallback_reason)
+    for node in graph.nodes:
+        if node.op != "call_function":
+            continue
+        record = classify_node(node, node.name in marked)
+        if record is not None:
+            report.ops.append(record)
+    return report
+
+
+__all__ = ["OpRecord", "GraphReport", "classify_graph", "classify_node", "grad_path_nodes", "bind_args",
+           "LACKS_BACKWARD", "BACKWARD", "CONDITIONAL"]

@@ -1,0 +1,141 @@
+"""The whole check: rewrite a copy, run original and rewritten in two workers, compare, decide."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from .compare import RUNTIME_ATOL, compare_results, default_rtol
+from .report import VerifyReport
+from .spec import SpecError, parse_model_spec, resolve_source_root
+from .workspace import RewriteFn, make_rewritten_copy, use_prepared_copy
+
+EXIT_PASS, EXIT_FAIL, EXIT_ERROR = 0, 1, 2
+WORKER_TIMEOUT_S = 1800
+GRADCHECK_MAX_SPATIAL = 8
+
+
+class VerifyError(Exception):
+    """Anything that stops verify from reaching a verdict (exit code 2)."""
+
+
+@dataclass
+class VerifyOptions:
+    model: str
+    input_shapes: list[tuple[int, ...]]
+    strategy: str = "runtime"
+    init_kwargs: dict[str, Any] = field(default_factory=dict)
+    dtype: str = "float32"
+    source_root: str | None = None
+    seed: int = 0
+    rtol: float | None = None  # None: the strategy's default
+    atol: float | None = None
+    gradcheck: bool = False
+    gradcheck_shapes: list[tuple[int, ...]] | None = None
+    train: bool = True
+    threads: int = 1
+    cwd: Path | None = None
+
+
+def gradcheck_shapes(shapes: list[tuple[int, ...]]) -> list[tuple[int, ...]]:
+    """A tiny version of each input: batch 1, spatial sizes at most GRADCHECK_MAX_SPATIAL."""
+    return [tuple([1] + list(s[1:2]) + [min(d, GRADCHECK_MAX_SPATIAL) for d in s[2:]]) for s in shapes]
+
+
+def _start(job: dict, workdir: Path, name: str) -> subprocess.Popen:
+    path = workdir / f"{name}.job.json"
+    path.write_text(json.dumps(job), encoding="utf-8")
+    env = dict(os.environ)
+    env.setdefault("PYTHONHASHSEED", "0")
+    return subprocess.Popen(
+        [sys.executable, "-m", "candle_port.verify.worker", str(path)],
+        cwd=str(workdir), env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )
+
+
+def _finish(proc: subprocess.Popen, job: dict, label: str) -> dict:
+    import torch
+
+    try:
+        _, stderr = proc.communicate(timeout=WORKER_TIMEOUT_S)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.communicate()
+        raise VerifyError(f"{label} model: worker timed out after {WORKER_TIMEOUT_S}s")
+    error_path = Path(job["out"] + ".error.json")
+    if error_path.exists():
+        error = json.loads(error_path.read_text(encoding="utf-8"))
+        raise VerifyError(f"{label} model: {error['kind']} error: {error['message']}".splitlines()[0])
+    if proc.returncode != 0 or not Path(job["out"]).exists():
+        tail = (stderr or "").strip().splitlines()[-1:] or ["no output"]
+        raise VerifyError(f"{label} model: worker exited with {proc.returncode}: {tail[0]}")
+    return torch.load(job["out"], weights_only=True)
+
+
+def run_verify(options: VerifyOptions, rewrite: RewriteFn | None = None,
+               prepared_rewrite: Path | None = None) -> VerifyReport:
+    """Verify one model. ``rewrite`` replaces port-fix and ``prepared_rewrite`` names a hand-made
+    rewritten copy of the source root (both for tests); the default path calls fix_source."""
+    started = time.monotonic()
+    try:
+        spec = parse_model_spec(options.model, options.cwd)
+        source = resolve_source_root(spec, options.source_root)
+    except SpecError as exc:
+        raise VerifyError(str(exc)) from exc
+    if not options.input_shapes:
+        raise VerifyError("give at least one --input-shape")
+    rtol = options.rtol if options.rtol is not None else default_rtol(options.strategy, options.dtype)
+    atol = options.atol if options.atol is not None else RUNTIME_ATOL
+    if options.rtol is None and options.atol is not None and rtol is None:
+        rtol = 0.0
+    with tempfile.TemporaryDirectory(prefix="candle-port-verify-") as tmp:
+        workdir = Path(tmp)
+        if prepared_rewrite is not None:
+            rewritten = use_prepared_copy(source, Path(prepared_rewrite), workdir / "rewritten")
+        else:
+            try:
+                rewritten = make_rewritten_copy(source, workdir / "rewritten", options.strategy, rewrite)
+            except ImportError as exc:
+                raise VerifyError(f"port-fix is not available: {exc}") from exc
+        base = {
+            "module": spec.module, "attr": spec.attr, "import_root": str(spec.import_root),
+            "init_kwargs": options.init_kwargs, "input_shapes": [list(s) for s in options.input_shapes],
+            "dtype": options.dtype, "seed": options.seed, "train": options.train, "threads": options.threads,
+        }
+        reference = str(workdir / "reference.pt")
+        job_a = dict(base, role="original", out=str(workdir / "original.pt"), reference_out=reference)
+        job_b = dict(base, role="rewritten", out=str(workdir / "rewritten.pt"), reference=reference,
+                     redirects=rewritten.modules)
+        if options.gradcheck:
+            job_b["gradcheck_shapes"] = [list(s) for s in (options.gradcheck_shapes or gradcheck_shapes(options.input_shapes))]
+        proc_a = _start(job_a, workdir, "original")
+        proc_b = _start(job_b, workdir, "rewritten")
+        try:
+            original = _finish(proc_a, job_a, "original")
+        except VerifyError:
+            proc_b.kill()
+            proc_b.communicate()
+            raise
+        result = _finish(proc_b, job_b, "rewritten")
+    if Path(result["module_file"]).resolve() == Path(original["module_file"]).resolve():
+        raise VerifyError(f"isolation failed: the rewritten worker imported the original {original['module_file']}")
+    load = result.get("load", {"missing": [], "unexpected": []})
+    rows = compare_results(original, result, rtol, atol, list(load["missing"]))
+    return VerifyReport(
+        model=options.model, strategy=options.strategy, dtype=options.dtype, seed=options.seed,
+        train=options.train, input_shapes=[list(s) for s in options.input_shapes],
+        source_root=str(source.path), rewrite=rewritten.to_json(), rtol=rtol, atol=atol,
+        new_parameters=list(load["missing"]), dropped_state=list(load["unexpected"]),
+        rows=rows, graph_original=original.get("graph"), graph_rewritten=result.get("graph"),
+        gradcheck=result.get("gradcheck"),
+        module_files={"original": original["module_file"], "rewritten": result["module_file"]},
+        timings={"original": original.get("timings", {}), "rewritten": result.get("timings", {})},
+        seconds=round(time.monotonic() - started, 1),
+    )

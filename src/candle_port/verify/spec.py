@@ -1,0 +1,112 @@
+"""Which model to build (MODEL spec) and which tree of files to rewrite (source root).
+
+MODEL is ``path/to/file.py:Name`` or ``package.module:Name``; Name is an ``nn.Module`` subclass or
+a factory returning one. Nothing here imports the user's code: files are located on disk.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+
+_DOTTED = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*$")
+
+
+class SpecError(ValueError):
+    """A MODEL spec or source root that cannot be used (exit code 2)."""
+
+
+@dataclass(frozen=True)
+class ModelSpec:
+    text: str
+    module: str  # dotted module name the workers import
+    attr: str  # class or factory inside it (may be dotted: Outer.Inner)
+    module_file: Path
+    import_root: Path  # the directory the top-level package/module lives in
+
+
+@dataclass(frozen=True)
+class SourceRoot:
+    path: Path  # a .py file, a package directory, or a plain directory of modules
+    modules: dict[str, str] = field(default_factory=dict)  # module name -> path relative to the copy root
+
+    @property
+    def is_file(self) -> bool:
+        return self.path.is_file()
+
+
+def _package_chain(path: Path) -> tuple[Path, list[str]]:
+    """For a file or package dir: the import root and the dotted parts down to ``path``."""
+    path = path.resolve()
+    parts = [path.stem if path.is_file() else path.name]
+    parent = path.parent
+    while (parent / "__init__.py").is_file():
+        parts.insert(0, parent.name)
+        parent = parent.parent
+    if path.is_file() and path.name == "__init__.py":
+        parts.pop()
+    return parent, parts
+
+
+def _locate_module(dotted: str, search: list[str]) -> tuple[Path, Path]:
+    parts = dotted.split(".")
+    for entry in search:
+        base = Path(entry or ".")
+        candidate = base.joinpath(*parts)
+        for file in (candidate.with_suffix(".py"), candidate / "__init__.py"):
+            if file.is_file() and all((base.joinpath(*parts[:i]) / "__init__.py").is_file() for i in range(1, len(parts))):
+                return file.resolve(), base.resolve()
+    raise SpecError(f"cannot find module {dotted!r} on sys.path (set PYTHONPATH or use path/to/file.py:Name)")
+
+
+def parse_model_spec(text: str, cwd: Path | None = None) -> ModelSpec:
+    cwd = cwd or Path.cwd()
+    left, sep, attr = text.rpartition(":")
+    if not sep or not left or not attr:
+        raise SpecError(f"MODEL must be path/to/file.py:Name or package.module:Name, got {text!r}")
+    if not _DOTTED.match(attr):
+        raise SpecError(f"{attr!r} is not a Python name (MODEL {text!r})")
+    if left.endswith(".py") or "/" in left or os.sep in left:
+        file = (cwd / left).resolve()
+        if not file.is_file():
+            raise SpecError(f"no such file: {left}")
+        root, parts = _package_chain(file)
+        return ModelSpec(text, ".".join(parts), attr, file, root)
+    if not _DOTTED.match(left):
+        raise SpecError(f"{left!r} is neither a .py path nor a dotted module name (MODEL {text!r})")
+    file, root = _locate_module(left, [str(cwd)] + [p for p in sys.path if p])
+    return ModelSpec(text, left, attr, file, root)
+
+
+def resolve_source_root(spec: ModelSpec, source_root: str | os.PathLike | None) -> SourceRoot:
+    """The tree to copy and rewrite, with the module names it provides (default: the model's file)."""
+    if source_root is None:
+        path = spec.module_file
+    else:
+        path = Path(source_root).resolve()
+        if not path.exists():
+            raise SpecError(f"--source-root {source_root} does not exist")
+    modules: dict[str, str] = {}
+    if path.is_file() or (path / "__init__.py").is_file():
+        _, parts = _package_chain(path)
+        name = ".".join(parts)
+        modules[name] = path.name
+    elif path.is_dir():
+        for child in sorted(path.iterdir()):
+            if child.suffix == ".py" and child.is_file():
+                modules[child.stem] = child.name
+            elif (child / "__init__.py").is_file():
+                modules[child.name] = child.name
+    else:
+        raise SpecError(f"--source-root {source_root} is neither a file nor a directory")
+    covered = any(spec.module == m or spec.module.startswith(m + ".") for m in modules)
+    if not covered:
+        raise SpecError(
+            f"the model's module {spec.module} ({spec.module_file}) is not inside the source root {path}"
+        )
+    if path.is_dir() and not (path / "__init__.py").is_file() and path.resolve() != spec.import_root:
+        raise SpecError(f"--source-root {path} is a plain directory but not the one {spec.module} is imported from")
+    return SourceRoot(path, modules)

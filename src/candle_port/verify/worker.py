@@ -1,0 +1,218 @@
+"""Build, run and trace one model in this process: ``python -m candle_port.verify.worker JOB.json``.
+
+The verify command starts one worker for the original model and one for the rewritten copy, so
+the two imports never share a module cache. The original writes the reference (state_dict,
+inputs, loss weights) that the rewritten one loads; both write their outputs, gradients and
+classified graph with ``torch.save``. A failure is written as ``<out>.error.json`` with a kind.
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.abc
+import importlib.util
+import json
+import os
+import sys
+import time
+import traceback
+from pathlib import Path
+from typing import Any
+
+WAIT_FOR_REFERENCE_S = 900.0
+
+
+class WorkerError(Exception):
+    def __init__(self, kind: str, message: str):
+        super().__init__(message)
+        self.kind = kind
+
+
+class _Redirect(importlib.abc.MetaPathFinder):
+    """Import the named modules (and so their submodules) from the rewritten copy."""
+
+    def __init__(self, modules: dict[str, str]):
+        self.modules = modules
+
+    def find_spec(self, fullname, path=None, target=None):
+        location = self.modules.get(fullname)
+        if location is None:
+            return None
+        if os.path.isdir(location):
+            return importlib.util.spec_from_file_location(
+                fullname, os.path.join(location, "__init__.py"), submodule_search_locations=[location]
+            )
+        return importlib.util.spec_from_file_location(fullname, location)
+
+
+def _load_target(job: dict) -> Any:
+    sys.path.insert(0, job["import_root"])
+    if job.get("redirects"):
+        sys.meta_path.insert(0, _Redirect(job["redirects"]))
+    try:
+        module = importlib.import_module(job["module"])
+    except Exception as exc:
+        raise WorkerError("import", f"cannot import {job['module']}: {type(exc).__name__}: {exc}") from exc
+    obj: Any = module
+    for part in job["attr"].split("."):
+        if not hasattr(obj, part):
+            raise WorkerError("import", f"{job['module']} has no attribute {job['attr']!r}")
+        obj = getattr(obj, part)
+    return module, obj
+
+
+def _build(job: dict) -> tuple[Any, Any]:
+    import torch
+
+    module, factory = _load_target(job)
+    torch.manual_seed(job["seed"])
+    try:
+        model = factory(**job["init_kwargs"])
+    except Exception as exc:
+        raise WorkerError("build", f"{job['attr']}(**{job['init_kwargs']}) failed: {type(exc).__name__}: {exc}") from exc
+    if not isinstance(model, torch.nn.Module):
+        raise WorkerError("build", f"{job['attr']} returned {type(model).__name__}, not a torch.nn.Module")
+    model = model.to(getattr(torch, job["dtype"]))
+    model.train(job["train"])
+    return module, model
+
+
+def _flat_outputs(out: Any) -> dict[str, Any]:
+    import torch
+    from torch.utils._pytree import keystr, tree_flatten_with_path
+
+    leaves, _ = tree_flatten_with_path(out)
+    flat = {}
+    for path, leaf in leaves:
+        if isinstance(leaf, torch.Tensor) and leaf.is_floating_point():
+            flat["output" + keystr(path)] = leaf
+    if not flat:
+        raise WorkerError("forward", "the model returned no floating-point tensor")
+    return flat
+
+
+def _wait_for(path: Path) -> dict:
+    import torch
+
+    deadline = time.monotonic() + WAIT_FOR_REFERENCE_S
+    while not path.exists():
+        if time.monotonic() > deadline:
+            raise WorkerError("timeout", "the original model's worker produced no reference")
+        time.sleep(0.05)
+    return torch.load(path, weights_only=True)
+
+
+def _save(obj: Any, path: Path) -> None:
+    import torch
+
+    tmp = path.with_suffix(path.suffix + ".tmp")
+    torch.save(obj, tmp)
+    os.replace(tmp, path)
+
+
+def _gradcheck(model: Any, job: dict) -> dict:
+    import copy
+
+    import torch
+
+    gen = torch.Generator().manual_seed(job["seed"] + 7)
+    shapes = job["gradcheck_shapes"]
+    inputs = [torch.randn(s, dtype=torch.float64, generator=gen).requires_grad_(True) for s in shapes]
+    m = copy.deepcopy(model).double().eval()
+
+    def fn(*xs):
+        return tuple(_flat_outputs(m(*xs)).values())
+
+    start = time.monotonic()
+    try:
+        ok = torch.autograd.gradcheck(fn, tuple(inputs), eps=1e-6, atol=1e-6, rtol=1e-4, fast_mode=True)
+        message = ""
+    except Exception as exc:
+        ok, message = False, f"{type(exc).__name__}: {str(exc).strip().splitlines()[0] if str(exc).strip() else ''}"
+    return {"ok": bool(ok), "shapes": shapes, "message": message, "seconds": round(time.monotonic() - start, 2)}
+
+
+def run(job: dict) -> None:
+    import torch
+
+    torch.set_num_threads(max(1, int(job.get("threads", 1))))
+    out_path = Path(job["out"])
+    timings: dict[str, float] = {}
+    t0 = time.monotonic()
+    module, model = _build(job)
+    timings["build"] = time.monotonic() - t0
+    dtype = getattr(torch, job["dtype"])
+    result: dict[str, Any] = {"module_file": str(getattr(module, "__file__", "")), "role": job["role"]}
+    if job["role"] == "original":
+        gen = torch.Generator().manual_seed(job["seed"] + 1)
+        inputs = [torch.randn(s, dtype=dtype, generator=gen) for s in job["input_shapes"]]
+        state = {k: v.detach().clone() for k, v in model.state_dict().items()}
+        ref = None
+    else:
+        ref = _wait_for(Path(job["reference"]))
+        inputs = ref["inputs"]
+        try:
+            missing, unexpected = model.load_state_dict(ref["state_dict"], strict=False)
+        except Exception as exc:
+            raise WorkerError("state_dict", f"the original's state_dict does not load: {str(exc).strip().splitlines()[0]}") from exc
+        result["load"] = {"missing": list(missing), "unexpected": list(unexpected)}
+    leaves = [x.detach().clone().requires_grad_(True) for x in inputs]
+    torch.manual_seed(job["seed"] + 2)
+    t0 = time.monotonic()
+    try:
+        outputs = _flat_outputs(model(*leaves))
+    except WorkerError:
+        raise
+    except Exception as exc:
+        raise WorkerError("forward", f"forward failed: {type(exc).__name__}: {exc}") from exc
+    if job["role"] == "original":
+        gen = torch.Generator().manual_seed(job["seed"] + 3)
+        weights = {k: torch.randn(v.shape, dtype=v.dtype, generator=gen) for k, v in outputs.items()}
+    else:
+        weights = ref["loss_weights"]
+        theirs = {k: tuple(v.shape) for k, v in weights.items()}
+        ours = {k: tuple(v.shape) for k, v in outputs.items()}
+        if theirs != ours:
+            raise WorkerError("shape", f"outputs differ in structure or shape: original {theirs}, rewritten {ours}")
+    loss = sum((outputs[k] * weights[k]).sum() for k in outputs)
+    try:
+        loss.backward()
+    except Exception as exc:
+        raise WorkerError("backward", f"backward failed: {type(exc).__name__}: {exc}") from exc
+    timings["forward_backward"] = time.monotonic() - t0
+    result["outputs"] = {k: v.detach() for k, v in outputs.items()}
+    result["input_grads"] = {f"input[{i}].grad": x.grad for i, x in enumerate(leaves)}
+    result["param_grads"] = {n: p.grad for n, p in model.named_parameters()}
+    if job["role"] == "original":
+        _save({"state_dict": state, "inputs": inputs, "loss_weights": weights}, Path(job["reference_out"]))
+    if job.get("trace", True):
+        from .trace import trace_model
+
+        t0 = time.monotonic()
+        fresh = [x.detach().clone() for x in inputs]
+        result["graph"] = trace_model(model, fresh).to_json()
+        timings["trace"] = time.monotonic() - t0
+    if job.get("gradcheck_shapes"):
+        result["gradcheck"] = _gradcheck(model, job)
+    result["timings"] = {k: round(v, 2) for k, v in timings.items()}
+    _save(result, out_path)
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    job = json.loads(Path(argv[0]).read_text(encoding="utf-8"))
+    error_path = Path(job["out"] + ".error.json")
+    try:
+        run(job)
+        return 0
+    except WorkerError as exc:
+        error = {"kind": exc.kind, "message": str(exc)}
+    except Exception as exc:  # an unexpected failure is still reported as one line, with the trace for --debug
+        error = {"kind": "internal", "message": f"{type(exc).__name__}: {exc}"}
+    error["traceback"] = traceback.format_exc(limit=8)
+    error_path.write_text(json.dumps(error), encoding="utf-8")
+    return 3
+
+
+if __name__ == "__main__":
+    sys.exit(main())
