@@ -50,9 +50,10 @@ def refusal(strategy: str, site: Site) -> str | None:
     if strategy == NEAREST and not site.api.accepts_mode and not isinstance(site.call.func, cst.Attribute):
         # UpsamplingBilinear2d -> UpsamplingNearest2d renames the attribute; a bare imported name
         # would need a new import of the nearest API.
+        qualified = ("nn." if site.api.is_module else "F.") + site.api.name
         return (
-            f"{site.api.name} is imported under its own name; call it through its module "
-            f"(nn.{site.api.name} / F.{site.api.name}) or use --strategy runtime"
+            f"{site.api.name} is imported under its own name; call it as {qualified} "
+            "or use --strategy runtime"
         )
     if strategy == CONVTRANSPOSE:
         align = site.value("align_corners")
