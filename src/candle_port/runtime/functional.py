@@ -11,7 +11,7 @@ from typing import Optional
 import torch
 import torch.nn.functional as F
 
-from .bilinear import _resample, _Scale, _Size
+from .bilinear import _output_size_and_scales, _resample, _Scale, _Size
 
 __all__ = ["interpolate", "upsample", "upsample_bilinear", "upsample_nearest"]
 
@@ -39,12 +39,15 @@ def interpolate(
     keep torch's behaviour and errors. ``antialias=True`` with bilinear raises
     ``NotImplementedError``.
     """
-    ours = (mode == "bilinear" and input.dim() == 4) or (mode == "linear" and input.dim() == 3)
+    ours = (mode == "bilinear" and input.dim() == 4) or (
+        mode == "linear" and input.dim() == 3 and not antialias  # torch raises for that one
+    )
     if not ours:
         return F.interpolate(
             input, size, scale_factor, mode, align_corners, recompute_scale_factor, antialias
         )
     if antialias:
+        _output_size_and_scales(input, size, scale_factor, recompute_scale_factor, 2)  # same errors first
         raise NotImplementedError(_ANTIALIAS_MSG)
     return _resample(
         input,
