@@ -205,3 +205,16 @@ def test_check_never_imports_torch(tmp_path):
 def test_version():
     done = run_tool("--version")
     assert done.returncode == 0 and done.stdout.decode().startswith("candle-port ")
+
+
+def test_cache_dir_no_cache_jobs_and_quiet(tmp_path):
+    for i in range(60):  # enough files for the parallel path
+        (tmp_path / f"m{i:02d}.py").write_text(BILINEAR if i % 2 else CLEAN)
+    cache = tmp_path.parent / f"{tmp_path.name}-cache"
+    first = run_tool(str(tmp_path), "--cache-dir", str(cache), "--jobs", "2", "--output-format", "json")
+    assert len(json.loads(first.stdout)) == 30 and any(cache.rglob("*.json"))
+    again = run_tool(str(tmp_path), "--cache-dir", str(cache), "--jobs", "1", "--output-format", "json")
+    assert json.loads(again.stdout) == json.loads(first.stdout)
+    uncached = tmp_path.parent / f"{tmp_path.name}-unused"
+    quiet = run_tool(str(tmp_path), "--no-cache", "--cache-dir", str(uncached), "--quiet")
+    assert quiet.returncode == 1 and quiet.stderr == b"" and not uncached.exists()

@@ -1,0 +1,53 @@
+"""The README stays true: every rule is listed, and every flag it names exists and is tested."""
+
+from __future__ import annotations
+
+import functools
+import re
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from candle_port.rules import all_rules
+
+ROOT = Path(__file__).resolve().parents[1]
+README = (ROOT / "README.md").read_text(encoding="utf-8")
+FLAG = re.compile(r"(?<![\w-])(--[a-z][a-z0-9-]+)")
+
+
+@functools.lru_cache(maxsize=1)
+def _help_text() -> str:
+    from candle_port.cli.main import app
+
+    runner = CliRunner()
+    texts = []
+    for command in ("check", "fix", "verify", "rules"):
+        result = runner.invoke(app, [command, "--help"], env={"COLUMNS": "200", "TERM": "dumb"})
+        texts.append(result.output)
+    return "\n".join(texts)
+
+
+def test_readme_lists_every_rule_code():
+    for rule in all_rules():
+        assert f"| {rule.code} |" in README, f"README's rule table lacks {rule.code}"
+
+
+def _readme_cli_flags() -> set[str]:
+    # Flags of our commands only: skip pip's and pytest's, which the README also shows.
+    foreign = {"--diff-filter", "--upgrade", "--quiet-pip"}
+    flags = set(FLAG.findall(README)) - foreign
+    return {f for f in flags if not f.startswith("--cov")}
+
+
+@pytest.mark.parametrize("flag", sorted(_readme_cli_flags()))
+def test_every_readme_flag_exists_and_is_exercised_by_a_test(flag):
+    assert flag in _help_text(), f"{flag} is in the README but no command accepts it"
+    tests = _test_sources()
+    docs_tested = (ROOT / "docs" / "ci.md").read_text(encoding="utf-8")
+    assert flag in tests or flag in docs_tested, f"{flag} is documented but no test uses it"
+
+
+@functools.lru_cache(maxsize=1)
+def _test_sources() -> str:
+    return "\n".join(p.read_text(encoding="utf-8") for p in (ROOT / "tests").rglob("*.py") if p.name != "test_readme.py")
