@@ -81,9 +81,13 @@ def fix_command(
             if diff:
                 sys.stdout.write(unified_diff(result))
             else:
-                sys.stdout.write(result.text)
+                sys.stdout.flush()
+                sys.stdout.buffer.write(report.stdin_source.encode(result.text))  # same encoding, BOM, newlines
+                sys.stdout.buffer.flush()
         elif result is None and not (check or diff):
+            sys.stdout.flush()
             sys.stdout.buffer.write(report.raw_input)  # unreadable: pass the bytes through unchanged
+            sys.stdout.buffer.flush()
     else:
         try:
             report = fix_files(paths, chosen, settings, write=write, vendor=vendor, jobs=jobs)
@@ -114,6 +118,7 @@ def _fix_stdin(filename: str, strategy: str, settings, vendor: Optional[Path]):
     except SourceError as exc:
         report.errors.append(FileError(filename, str(exc)))
         return report
+    report.stdin_source = source
     module_name = None
     if vendor is not None and strategy != "nearest":
         from candle_port.rewriters.vendor import vendored_module_name

@@ -34,6 +34,7 @@ class FixReport:
     files_seen: int = 0
     vendored: str | None = None  # the file written by --vendor, if any
     raw_input: bytes = b""  # stdin only: the bytes read, passed through when they cannot be fixed
+    stdin_source: object = None  # stdin only: the decoded SourceText (encoding, BOM)
 
     @property
     def changed(self) -> list[FixResult]:
