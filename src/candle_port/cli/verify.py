@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import enum
 import json
+import sys
 from typing import Annotated, Optional
 
 import typer
@@ -101,5 +102,9 @@ def verify_command(
     if output_format is VerifyFormat.json:
         print(json.dumps(report.to_json(), indent=2))
     else:
-        report.render(common.stdout_console())
+        from rich.console import Console
+
+        # Tables need room: when stdout is not a terminal, do not squeeze them into 80 columns.
+        console = Console(highlight=False, width=None if sys.stdout.isatty() else 160)
+        report.render(console)
     raise typer.Exit(report.exit_code)

@@ -127,12 +127,23 @@ def bind_args(target: Any, args: tuple, kwargs: dict) -> dict[str, Any]:
     return bound
 
 
+def _library_dirs() -> tuple[str, ...]:
+    import os
+    import sys
+
+    torch = sys.modules.get("torch")
+    return (os.path.dirname(torch.__file__) + os.sep,) if torch is not None and torch.__file__ else ()
+
+
 def _where(node: Any) -> str:
+    """The innermost frame of the node's stack trace outside torch itself (the user's call)."""
     trace = node.meta.get("stack_trace") or ""
     frames = _FRAME.findall(trace)
-    if not frames:
+    skip = _library_dirs()
+    user = [f for f in frames if not f[0].startswith(skip)] if skip else frames
+    if not (user or frames):
         return ""
-    path, line, _ = frames[-1]
+    path, line, _ = (user or frames)[-1]
     return f"{path}:{line}"
 
 

@@ -66,6 +66,10 @@ def render_report(report: Any, console: Any) -> None:
     changed = report.rewrite["changed"]
     console.print(f"rewrite: {len(changed)} of {report.rewrite['scanned']} file(s) changed under "
                   f"{escape(report.source_root)}" + (f": {escape(', '.join(changed[:8]))}" if changed else ""))
+    if report.rewrite.get("sites_fixed"):
+        console.print(f"port-fix: {report.rewrite['sites_fixed']} site(s) rewritten")
+    for note in report.rewrite.get("refused", []):
+        console.print(f"[yellow]port-fix refused[/] {escape(note)}")
     for err in report.rewrite.get("errors", []):
         console.print(f"[yellow]rewrite warning:[/] {escape(err)}")
     if report.new_parameters:

@@ -1,10 +1,18 @@
-"""Trace a model's forward into ATen ops: torch.export first, make_fx when export fails."""
+"""Trace a model's forward into ATen ops: torch.export first, make_fx when export fails.
+
+Gradient paths start at the parameters only: candle records an op only on a path from a ``Var``
+(candle-ops.md section 2), so resizing the raw input never needs a candle backward.
+"""
 
 from __future__ import annotations
 
 from typing import Any, Sequence
 
 from .classify import GraphReport, classify_graph
+
+
+class TraceError(RuntimeError):
+    """Neither tracer could trace the forward."""
 
 
 def _first_line(exc: BaseException) -> str:
@@ -17,13 +25,7 @@ def trace_with_export(model: Any, inputs: Sequence[Any]) -> GraphReport:
     from torch.export.graph_signature import InputKind
 
     ep = torch.export.export(model, tuple(inputs), strict=False)
-    floating_inputs = iter([x.is_floating_point() for x in inputs])
-    sources = []
-    for spec in ep.graph_signature.input_specs:
-        if spec.kind == InputKind.PARAMETER:
-            sources.append(spec.arg.name)
-        elif spec.kind == InputKind.USER_INPUT and next(floating_inputs, False):
-            sources.append(spec.arg.name)
+    sources = [spec.arg.name for spec in ep.graph_signature.input_specs if spec.kind == InputKind.PARAMETER]
     return classify_graph(ep.graph, sources, "torch.export")
 
 
@@ -39,11 +41,7 @@ def trace_with_make_fx(model: Any, inputs: Sequence[Any]) -> GraphReport:
 
     gm = make_fx(forward)(params, buffers, *inputs)
     placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
-    n_params, n_buffers = len(params), len(buffers)
-    sources = [n.name for n in placeholders[:n_params]]
-    for node, x in zip(placeholders[n_params + n_buffers :], inputs):
-        if x.is_floating_point():
-            sources.append(node.name)
+    sources = [n.name for n in placeholders[: len(params)]]
     return classify_graph(gm.graph, sources, "make_fx")
 
 
@@ -53,6 +51,9 @@ def trace_model(model: Any, inputs: Sequence[Any]) -> GraphReport:
         return trace_with_export(model, inputs)
     except Exception as exc:
         reason = _first_line(exc)
-    report = trace_with_make_fx(model, inputs)
+    try:
+        report = trace_with_make_fx(model, inputs)
+    except Exception as exc:
+        raise TraceError(f"torch.export failed ({reason}); make_fx failed ({_first_line(exc)})") from exc
     report.fallback_reason = f"torch.export failed ({reason})"
     return report

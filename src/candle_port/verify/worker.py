@@ -186,11 +186,14 @@ def run(job: dict) -> None:
     if job["role"] == "original":
         _save({"state_dict": state, "inputs": inputs, "loss_weights": weights}, Path(job["reference_out"]))
     if job.get("trace", True):
-        from .trace import trace_model
+        from .trace import TraceError, trace_model
 
         t0 = time.monotonic()
         fresh = [x.detach().clone() for x in inputs]
-        result["graph"] = trace_model(model, fresh).to_json()
+        try:
+            result["graph"] = trace_model(model, fresh).to_json()
+        except TraceError as exc:
+            raise WorkerError("trace", str(exc)) from exc
         timings["trace"] = time.monotonic() - t0
     if job.get("gradcheck_shapes"):
         result["gradcheck"] = _gradcheck(model, job)

@@ -14,7 +14,8 @@ from typing import Callable
 
 from .spec import SourceRoot
 
-RewriteFn = Callable[[str, str, str], "tuple[str, bool]"]  # (text, strategy, path) -> (new text, changed)
+# (text, strategy, path) -> (new text, changed) or (new text, changed, fixed count, refusal notes)
+RewriteFn = Callable[[str, str, str], tuple]
 
 
 @dataclass
@@ -24,17 +25,24 @@ class RewriteSummary:
     scanned: int = 0
     changed: list[str] = field(default_factory=list)  # paths relative to the source root
     errors: list[str] = field(default_factory=list)
+    sites_fixed: int = 0
+    refused: list[str] = field(default_factory=list)  # "path:line: reason" for sites port-fix left alone
 
     def to_json(self) -> dict:
-        return {"scanned": self.scanned, "changed": self.changed, "errors": self.errors}
+        return {"scanned": self.scanned, "changed": self.changed, "errors": self.errors,
+                "sites_fixed": self.sites_fixed, "refused": self.refused}
 
 
-def fix_with_port_fix(text: str, strategy: str, path: str) -> tuple[str, bool]:
+def fix_with_port_fix(text: str, strategy: str, path: str) -> tuple[str, bool, int, list[str]]:
     """The real rewrite: candle_port.api.fix_source (port-fix)."""
     from candle_port.api import fix_source
 
     result = fix_source(text, strategy=strategy, path=path)
-    return result.text, bool(result.changed)
+    error = getattr(result, "error", None)
+    if error is not None:
+        raise ValueError(getattr(error, "message", None) or str(error))
+    refused = [f"{getattr(r, 'line', '?')}: {getattr(r, 'reason', r)}" for r in getattr(result, "refused", [])]
+    return result.text, bool(result.changed), len(getattr(result, "fixed", [])), refused
 
 
 def _ignore(directory: str, names: list[str]) -> set[str]:
@@ -75,10 +83,14 @@ def make_rewritten_copy(
             continue
         original_path = source.path if source.path.is_file() else source.path / rel
         try:
-            new_text, changed = rewrite(text, strategy, str(original_path))
+            outcome = tuple(rewrite(text, strategy, str(original_path)))
         except Exception as exc:  # one file's failure must not hide the others' results
             summary.errors.append(f"{rel}: rewrite failed: {type(exc).__name__}: {exc}")
             continue
+        new_text, changed = outcome[0], bool(outcome[1])
+        if len(outcome) >= 4:
+            summary.sites_fixed += int(outcome[2])
+            summary.refused.extend(f"{rel}:{note}" for note in outcome[3])
         if changed and new_text != text:
             with open(file, "w", encoding="utf-8", newline="") as fh:
                 fh.write(new_text)

@@ -1,0 +1,98 @@
+"""The op table as data and the conditions of its conditional ops (pure Python, no torch)."""
+
+import json
+from importlib import resources
+
+import pytest
+
+from candle_port.verify.conditions import CONDITIONS, TensorInfo
+from candle_port.verify.optable import CLASSES, candle_pin, load_table, lookup, normalize
+
+
+def test_table_records_the_candle_commit():
+    pin = candle_pin()
+    assert pin["commit"] == "2a13b0f3ff62f7e67013597f2996f764c5735e21"
+    assert pin["version"] == "0.11.0"
+
+
+def test_table_is_package_data():
+    text = resources.files("candle_port.verify").joinpath("candle_ops.json").read_text(encoding="utf-8")
+    assert json.loads(text)["ops"]
+
+
+def test_every_entry_is_well_formed():
+    for name, entry in load_table()["ops"].items():
+        assert entry["class"] in CLASSES and entry["class"] != "not-in-table", name
+        if entry["class"] == "conditional":
+            assert entry["condition"] in CONDITIONS, name
+
+
+@pytest.mark.parametrize(
+    "name, cls",
+    [
+        pytest.param("upsample_bilinear2d", "forward-only", id="bilinear-no-backward"),
+        pytest.param("aten::upsample_bilinear2d.vec", "forward-only", id="overload-spelling"),
+        pytest.param("conv_transpose1d", "forward-only", id="conv-transpose1d"),
+        pytest.param("grid_sampler_2d", "no-op", id="grid-sample"),
+        pytest.param("upsample_bicubic2d", "no-op", id="bicubic"),
+        pytest.param("_upsample_bilinear2d_aa", "no-op", id="antialias"),
+        pytest.param("im2col", "no-op", id="unfold"),
+        pytest.param("upsample_nearest2d", "conditional", id="nearest"),
+        pytest.param("max_pool2d_with_indices", "conditional", id="maxpool"),
+        pytest.param("convolution", "conditional", id="convolution"),
+        pytest.param("mm", "backward", id="mm"),
+        pytest.param("add_", "backward", id="inplace-add"),
+        pytest.param("_native_batch_norm_legit_functional", "backward", id="batchnorm"),
+        pytest.param("index_select", "backward", id="index-select"),
+        pytest.param("arange", "backward", id="creation"),
+        pytest.param("some_new_op", "not-in-table", id="unknown"),
+    ],
+)
+def test_lookup(name, cls):
+    assert lookup(name).cls == cls
+
+
+def test_normalize():
+    assert normalize("aten::add_.Tensor") == "add"
+    assert normalize("aten.upsample_nearest2d.vec") == "upsample_nearest2d"
+    assert normalize("_to_copy") == "_to_copy"
+
+
+def t(*shape):
+    return TensorInfo(tuple(shape), "torch.float32")
+
+
+CASES = [
+    # (condition, args, output shape, ok)
+    pytest.param("nearest_upscale", {"input": t(1, 3, 8, 8)}, t(1, 3, 16, 16), True, id="nearest-x2"),
+    pytest.param("nearest_upscale", {"input": t(1, 3, 8, 8)}, t(1, 3, 12, 12), False, id="nearest-x1.5"),
+    pytest.param("nearest_upscale", {"input": t(1, 3, 8, 8)}, t(1, 3, 16, 24), False, id="nearest-non-uniform"),
+    pytest.param("nearest_upscale", {"input": t(1, 3, 8, 8)}, t(1, 3, 4, 4), False, id="nearest-downscale"),
+    pytest.param("max_pool", {"input": t(1, 3, 8, 8), "kernel_size": [2, 2], "stride": [2, 2]}, None, True, id="maxpool-k2s2"),
+    pytest.param("max_pool", {"input": t(1, 3, 8, 8), "kernel_size": [2, 2], "stride": []}, None, True, id="maxpool-default-stride"),
+    pytest.param("max_pool", {"input": t(1, 3, 8, 8), "kernel_size": [3, 3], "stride": [2, 2], "padding": [1, 1]}, None, False, id="maxpool-resnet-stem"),
+    pytest.param("max_pool", {"input": t(1, 3, 8, 8), "kernel_size": [2], "stride": [2], "ceil_mode": True}, None, False, id="maxpool-ceil"),
+    pytest.param("avg_pool", {"input": t(1, 3, 8, 8), "kernel_size": [3, 3], "stride": [1, 1]}, None, False, id="avgpool-k3s1"),
+    pytest.param("adaptive_avg_pool", {"input": t(1, 3, 8, 8)}, t(1, 3, 1, 1), True, id="adaptive-global"),
+    pytest.param("adaptive_avg_pool", {"input": t(1, 3, 8, 8)}, t(1, 3, 3, 3), False, id="adaptive-uneven"),
+    pytest.param("adaptive_max_pool", {"input": t(1, 3, 8, 8)}, t(1, 3, 2, 2), False, id="adaptive-max-2x2"),
+    pytest.param("convolution", {"input": t(1, 3, 7, 8), "weight": t(4, 3, 3, 3), "stride": [2, 2], "padding": [1, 1], "dilation": [1, 1]}, None, False, id="conv2d-residual-parity-7x8"),
+    pytest.param("convolution", {"input": t(1, 3, 8, 8), "weight": t(4, 3, 3, 3), "stride": [2, 2], "padding": [1, 1], "dilation": [1, 1]}, None, True, id="conv2d-square-stride2"),
+    pytest.param("convolution", {"input": t(1, 3, 8, 8), "weight": t(4, 3, 3, 3), "stride": [1, 2], "padding": [1, 1]}, None, False, id="conv2d-non-uniform-stride"),
+    pytest.param("convolution", {"input": t(1, 3, 8), "weight": t(3, 4, 4), "stride": [2], "padding": [1], "transposed": True, "output_padding": [0]}, None, False, id="conv-transpose1d"),
+    pytest.param("convolution", {"input": t(1, 4, 8, 8), "weight": t(4, 1, 4, 4), "stride": [2, 2], "padding": [1, 1], "transposed": True, "output_padding": [0, 0], "groups": 4}, None, False, id="conv-transpose2d-grouped"),
+    pytest.param("convolution", {"input": t(1, 4, 8, 8), "weight": t(4, 2, 4, 4), "stride": [2, 2], "padding": [1, 1], "transposed": True, "output_padding": [0, 0]}, None, True, id="conv-transpose2d"),
+    pytest.param("convolution", {"input": t(1, 3, 4, 8, 8), "weight": t(4, 3, 3, 3, 3)}, None, False, id="conv3d"),
+]
+
+
+@pytest.mark.parametrize("condition, args, out, ok", CASES)
+def test_conditions(condition, args, out, ok):
+    outcome = CONDITIONS[condition](dict(args), out)
+    assert outcome.ok is ok
+    assert outcome.ok or outcome.reason
+
+
+def test_maxpool_allowed_still_warns_about_candles_gradient():
+    entry = lookup("max_pool2d_with_indices")
+    assert "wrong" in entry.warning
