@@ -323,33 +323,50 @@ def upsample_bilinear2d(
     ``align_corners=None`` means False without a warning; results agree with ATen to a few
     ulps, not bitwise (ATen fuses the multiply-adds of the interpolation itself).
 
-    **Composition.** Each axis is ``out = w0 * index_select(x, i0) + w1 * index_select(x, i1)``
-    (``gather`` along the last, contiguous axis), or a product with the dense (out, in)
-    interpolation matrix ``A`` (``A[j, i0] = w0``, ``A[j, i1] += w1``) when the input axis is
-    short (<= 96), where one GEMM is faster. W is resampled first, then H.
+    **Composition.** W is resampled first, then H; an axis whose size does not change is
+    skipped. Per axis, by input length (measured, see ``bench/runtime_speed.py``):
+
+    * ``in <= 128``: one GEMM with the dense (out, in) interpolation matrix ``A``
+      (``A[j, i0[j]] = w0[j]``, ``A[j, i1[j]] += w1[j]``): ``x @ A^T`` for W, ``A @ x`` for H.
+    * longer last (W) axis: ``w0 * gather(x, -1, i0) + w1 * gather(x, -1, i1)``.
+    * longer other axis (H, or W of a channels_last input): the banded ``A`` cut into blocks of
+      32 output rows, each reading a window of ``L`` consecutive input rows:
+      ``index_select`` of the windows, reshape to (..., nb, L, cols), one batched GEMM with the
+      (nb, 32, L) weights, reshape, ``narrow`` off the padding.
+
+    channels_last input is processed as its (N, H, W, C) view, so every axis moves whole
+    C-vectors, and permuted back (no copy).
 
     The same composition in candle (Rust), for ``x: Tensor`` of shape (n, c, h, w)::
 
-        // host side, once per (in, out, align_corners, scale, dtype, device): compute i0, i1
-        // (u32 or i64), w0, w1 exactly as above, in f32 (f64 for an f64 model) and upload:
-        //   let i0 = Tensor::from_vec(i0_host, out, dev)?;   // likewise i1, w0, w1
-        // W axis (last dim), gather-and-lerp:
+        // Host side, once per (in, out, align_corners, scale, dtype, device): compute i0, i1
+        // (u32), w0, w1 exactly as above in f32 (f64 for an f64 model) and upload them; they
+        // are constants, not Vars, so nothing here is recorded for backprop.
+        //
+        // Short axis (in <= 128), dense matrices a_w: (w_out, w), a_h: (h_out, h):
+        //   let y = x.broadcast_matmul(&a_w.t()?)?;              // Op::Matmul (+ Broadcast)
+        //   let y = a_h.broadcast_matmul(&y)?;                   // (h_out,h) @ (n,c,h,w_out)
+        //
+        // Long W axis, gather-and-lerp (index tensors broadcast to the output shape):
         //   let idx0 = i0.reshape((1, 1, 1, w_out))?.broadcast_as((n, c, h, w_out))?.contiguous()?;
-        //   let g0 = x.contiguous()?.gather(&idx0, 3)?;        // Op::Gather, backward scatter_add
-        //   let g1 = x.contiguous()?.gather(&idx1, 3)?;
+        //   let g0 = x.contiguous()?.gather(&idx0, 3)?;         // Op::Gather (bwd: scatter_add
+        //   let g1 = x.contiguous()?.gather(&idx1, 3)?;         //  into zeros, which is correct)
         //   let y = (g0.broadcast_mul(&w0.reshape((1, 1, 1, w_out))?)?
         //          + g1.broadcast_mul(&w1.reshape((1, 1, 1, w_out))?)?)?;
-        //   or, for short axes, with the dense matrix a_w: (w_out, w):
-        //   let y = x.broadcast_matmul(&a_w.t()?)?;             // Op::Matmul
-        // H axis (dim 2), row index-and-lerp:
-        //   let r0 = y.index_select(&i0_h, 2)?;                 // Op::IndexSelect, bwd index_add
-        //   let r1 = y.index_select(&i1_h, 2)?;
-        //   let out = (r0.broadcast_mul(&w0_h.reshape((1, 1, h_out, 1))?)?
-        //            + r1.broadcast_mul(&w1_h.reshape((1, 1, h_out, 1))?)?)?;
-        //   or, for short axes: let out = a_h.broadcast_matmul(&y)?;   // (h_out, h) @ (n, c, h, w_out)
+        //
+        // Long H axis, banded blocks (win: u32 (nb*L,), wb: (nb, 32, L)):
+        //   let xw = y.index_select(&win, 2)?                     // Op::IndexSelect (bwd index_add)
+        //             .reshape((n, c, nb, l, w_out))?;
+        //   let out = wb.broadcast_matmul(&xw)?                   // (n, c, nb, 32, w_out)
+        //             .reshape((n, c, nb * 32, w_out))?
+        //             .narrow(2, 0, h_out)?;                      // Op::Narrow
+        //   (or the same lerp as for W with index_select(&i0_h, 2) / index_select(&i1_h, 2),
+        //    weights reshaped to (1, 1, h_out, 1): simplest, slower)
+        //
         // f16 / bf16: x.to_dtype(DType::F32)? first and .to_dtype(orig)? at the end.
-        // Skip an axis whose size does not change; copy (x.copy()?) if neither changes.
-        // Never use candle's own upsample_bilinear2d: its backward always bails.
+        // Neither axis changes: x.copy()?. Never call candle's upsample_bilinear2d: its
+        // backward always bails ("backward not supported for upsample_bilinear2d").
+        // Do not use scatter / scatter_add in the forward: their init gradients are wrong.
 
     Args:
         x: float tensor of shape (N, C, H_in, W_in); N may be 0.
