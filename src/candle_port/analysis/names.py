@@ -12,6 +12,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+import dataclasses
+
 import libcst as cst
 
 # The name of the class that a local `class X(nn.Upsample)` stands for; resolution returns this
@@ -91,14 +93,87 @@ def _import_module_name(node: cst.ImportFrom) -> str:
     return dots + (dotted_name(node.module) or "" if node.module is not None else "")
 
 
-class ScopeBuilder(cst.CSTVisitor):
-    """Collects bindings per scope and every call with the scope it sits in."""
+_SKIPPED_FIELDS = frozenset(
+    {
+        "lpar", "rpar", "comma", "semicolon", "colon", "equal", "dot", "star", "operator",
+        "header", "footer", "newline", "leading_lines", "lines_after_decorators", "relative",
+    }
+)
+_FIELDS: dict[type, tuple[str, ...]] = {}
+
+
+def _child_fields(cls: type) -> tuple[str, ...]:
+    names = _FIELDS.get(cls)
+    if names is None:
+        names = tuple(
+            f.name
+            for f in dataclasses.fields(cls)
+            if f.name not in _SKIPPED_FIELDS and not f.name.startswith("whitespace")
+        )
+        _FIELDS[cls] = names
+    return names
+
+
+class ScopeBuilder:
+    """Collects bindings per scope and every call with the scope it sits in.
+
+    It walks the tree itself (dataclass fields, cached per node type) instead of using libcst's
+    visitor, which rebuilds every node it passes and costs about ten times more. Children are
+    walked in source order: the fields of libcst nodes follow the code, and the few that do not
+    (IfExp, ExceptHandler, comprehensions, function parameters) have their own handler.
+    """
 
     def __init__(self) -> None:
         self.module_scope = Scope("module", None)
         self.scope = self.module_scope
         self.calls: list[tuple[cst.Call, Scope]] = []
-        self.classes: dict[cst.ClassDef, ClassInfo] = {}
+        self._handlers = {
+            cst.FunctionDef: self._function_def,
+            cst.Lambda: self._lambda,
+            cst.ClassDef: self._class_def,
+            cst.ListComp: self._comprehension,
+            cst.SetComp: self._comprehension,
+            cst.GeneratorExp: self._comprehension,
+            cst.DictComp: self._comprehension,
+            cst.IfExp: self._if_exp,
+            cst.ExceptHandler: self._except_handler,
+            cst.Global: self._global,
+            cst.Import: self._import,
+            cst.ImportFrom: self._import_from,
+            cst.Assign: self._assign,
+            cst.AnnAssign: self._ann_assign,
+            cst.AugAssign: self._aug_assign,
+            cst.NamedExpr: self._named_expr,
+            cst.For: self._for,
+            cst.CompFor: self._comp_for,
+            cst.WithItem: self._with_item,
+            cst.MatchAs: self._match_name,
+            cst.MatchStar: self._match_name,
+            cst.Call: self._call,
+        }
+
+    def build(self, module: cst.Module) -> "ScopeBuilder":
+        self.walk(module)
+        return self
+
+    # -- traversal -----------------------------------------------------------------------------
+    def walk(self, node) -> None:
+        if node is None:
+            return
+        handler = self._handlers.get(type(node))
+        if handler is not None and handler(node) is False:
+            return
+        self._walk_children(node)
+
+    def _walk_children(self, node: cst.CSTNode) -> None:
+        for name in _child_fields(type(node)):
+            value = getattr(node, name)
+            if isinstance(value, cst.CSTNode):
+                self.walk(value)
+            elif isinstance(value, (tuple, list)):
+                for item in value:
+                    if isinstance(item, cst.CSTNode):
+                        self.walk(item)
 
     # -- scopes --------------------------------------------------------------------------------
     def _push(self, kind: str, node: cst.CSTNode) -> Scope:
@@ -109,65 +184,76 @@ class ScopeBuilder(cst.CSTVisitor):
         assert self.scope.parent is not None
         self.scope = self.scope.parent
 
-    def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
+    def _function_def(self, node: cst.FunctionDef) -> bool:
         self.scope.bind(node.name.value, LOCAL)
         # Decorators, defaults and annotations are evaluated in the enclosing scope.
         for decorator in node.decorators:
-            decorator.visit(self)
-        _visit_param_defaults(node.params, self)
-        if node.returns is not None:
-            node.returns.visit(self)
+            self.walk(decorator)
+        self._param_defaults(node.params)
+        self.walk(node.returns)
         scope = self._push("function", node)
         _bind_params(node.params, scope)
-        node.body.visit(self)
+        self.walk(node.body)
         self._pop()
         return False
 
-    def visit_Lambda(self, node: cst.Lambda) -> bool:
-        _visit_param_defaults(node.params, self)
+    def _lambda(self, node: cst.Lambda) -> bool:
+        self._param_defaults(node.params)
         scope = self._push("function", node)
         _bind_params(node.params, scope)
-        node.body.visit(self)
+        self.walk(node.body)
         self._pop()
         return False
 
-    def visit_ClassDef(self, node: cst.ClassDef) -> bool:
+    def _param_defaults(self, params: cst.Parameters) -> None:
+        for param in _all_params(params):
+            self.walk(param.annotation)
+            self.walk(param.default)
+
+    def _class_def(self, node: cst.ClassDef) -> bool:
         for decorator in node.decorators:
-            decorator.visit(self)
+            self.walk(decorator)
         for arg in (*node.bases, *node.keywords):
-            arg.visit(self)
+            self.walk(arg)
         info = ClassInfo(node, self.scope, _defines_method(node, "__init__"))
-        self.classes[node] = info
         self.scope.bind(node.name.value, info)
         self._push("class", node)
-        node.body.visit(self)
+        self.walk(node.body)
         self._pop()
         return False
 
-    def _visit_comprehension(self, node: cst.BaseComp | cst.DictComp) -> bool:
-        # Children are visited in source order (element first) so calls are recorded in the
-        # order positions.py relies on; bindings are resolved after the pass, so order is free.
+    def _comprehension(self, node) -> bool:
+        # Element first: that is its place in the source (positions.py relies on source order);
+        # bindings are resolved after the walk, so the order does not change any answer.
         self._push("comprehension", node)
         if isinstance(node, cst.DictComp):
-            node.key.visit(self)
-            node.value.visit(self)
+            self.walk(node.key)
+            self.walk(node.value)
         else:
-            node.elt.visit(self)
-        node.for_in.visit(self)
+            self.walk(node.elt)
+        self.walk(node.for_in)
         self._pop()
         return False
 
-    visit_ListComp = _visit_comprehension
-    visit_SetComp = _visit_comprehension
-    visit_GeneratorExp = _visit_comprehension
-    visit_DictComp = _visit_comprehension
+    def _if_exp(self, node: cst.IfExp) -> bool:
+        self.walk(node.body)
+        self.walk(node.test)
+        self.walk(node.orelse)
+        return False
+
+    def _except_handler(self, node: cst.ExceptHandler) -> bool:
+        self.walk(node.type)
+        if node.name is not None:
+            self._bind_target(node.name.name, LOCAL)
+        self.walk(node.body)
+        return False
 
     # -- bindings ------------------------------------------------------------------------------
-    def visit_Global(self, node: cst.Global) -> None:
+    def _global(self, node: cst.Global) -> None:
         for item in node.names:
             self.scope.global_names.add(item.name.value)
 
-    def visit_Import(self, node: cst.Import) -> None:
+    def _import(self, node: cst.Import) -> bool:
         for alias in node.names:
             full = dotted_name(alias.name) or ""
             if alias.asname is not None:
@@ -177,32 +263,34 @@ class ScopeBuilder(cst.CSTVisitor):
             else:
                 top = full.split(".")[0]
                 self.scope.bind(top, Import(top))
+        return False
 
-    def visit_ImportFrom(self, node: cst.ImportFrom) -> None:
+    def _import_from(self, node: cst.ImportFrom) -> bool:
         module = _import_module_name(node)
         if isinstance(node.names, cst.ImportStar):
             self.scope.star_imports.append(module)
-            return
+            return False
         for alias in node.names:
             imported = alias.name.value if isinstance(alias.name, cst.Name) else dotted_name(alias.name)
             name = _target_name(alias.asname.name) if alias.asname is not None else imported
             if name:
                 sep = "" if module.endswith(".") else "."
                 self.scope.bind(name, Import(f"{module}{sep}{imported}" if module else str(imported)))
+        return False
 
-    def visit_Assign(self, node: cst.Assign) -> None:
+    def _assign(self, node: cst.Assign) -> None:
         value_binding = _value_binding(node.value, self.scope)
         for target in node.targets:
             self._bind_target(target.target, value_binding)
 
-    def visit_AnnAssign(self, node: cst.AnnAssign) -> None:
+    def _ann_assign(self, node: cst.AnnAssign) -> None:
         if node.value is not None:
             self._bind_target(node.target, _value_binding(node.value, self.scope))
 
-    def visit_AugAssign(self, node: cst.AugAssign) -> None:
+    def _aug_assign(self, node: cst.AugAssign) -> None:
         self._bind_target(node.target, LOCAL)
 
-    def visit_NamedExpr(self, node: cst.NamedExpr) -> None:
+    def _named_expr(self, node: cst.NamedExpr) -> None:
         scope = self.scope
         while scope.kind == "comprehension" and scope.parent is not None:
             scope = scope.parent  # PEP 572: the walrus binds in the enclosing function
@@ -210,25 +298,17 @@ class ScopeBuilder(cst.CSTVisitor):
         if name:
             scope.bind(name, _value_binding(node.value, self.scope))
 
-    def visit_For(self, node: cst.For) -> None:
+    def _for(self, node: cst.For) -> None:
         self._bind_target(node.target, LOCAL)
 
-    def visit_CompFor(self, node: cst.CompFor) -> None:
+    def _comp_for(self, node: cst.CompFor) -> None:
         self._bind_target(node.target, LOCAL)
 
-    def visit_WithItem(self, node: cst.WithItem) -> None:
+    def _with_item(self, node: cst.WithItem) -> None:
         if node.asname is not None:
             self._bind_target(node.asname.name, LOCAL)
 
-    def visit_ExceptHandler(self, node: cst.ExceptHandler) -> None:
-        if node.name is not None:
-            self._bind_target(node.name.name, LOCAL)
-
-    def visit_MatchAs(self, node: cst.MatchAs) -> None:
-        if node.name is not None:
-            self._bind_target(node.name, LOCAL)
-
-    def visit_MatchStar(self, node: cst.MatchStar) -> None:
+    def _match_name(self, node) -> None:
         if node.name is not None:
             self._bind_target(node.name, LOCAL)
 
@@ -243,7 +323,7 @@ class ScopeBuilder(cst.CSTVisitor):
         # Attributes and subscripts bind no name.
 
     # -- uses ----------------------------------------------------------------------------------
-    def visit_Call(self, node: cst.Call) -> None:
+    def _call(self, node: cst.Call) -> None:
         self.calls.append((node, self.scope))
 
 
@@ -275,14 +355,6 @@ def _bind_params(params: cst.Parameters, scope: Scope) -> None:
     for param in _all_params(params):
         scope.bind(param.name.value, LOCAL)
         scope.parameters[param.name.value] = param
-
-
-def _visit_param_defaults(params: cst.Parameters, visitor: cst.CSTVisitor) -> None:
-    for param in _all_params(params):
-        if param.annotation is not None:
-            param.annotation.visit(visitor)
-        if param.default is not None:
-            param.default.visit(visitor)
 
 
 class Resolver:

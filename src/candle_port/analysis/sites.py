@@ -100,8 +100,7 @@ def find_sites(module: cst.Module) -> list[Site]:
 
 
 def scan_module(module: cst.Module) -> Scan:
-    builder = ScopeBuilder()
-    module.visit(builder)
+    builder = ScopeBuilder().build(module)
     resolver = Resolver(builder, lambda info, depth: _class_bases(info, resolver, depth))
     sites: list[Site] = []
     for call, scope in builder.calls:
