@@ -55,7 +55,7 @@ def count_files(paths: list[Path]) -> tuple[int, float]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--corpus", default=str(ROOT / ".corpus"))
-    parser.add_argument("--subset", default="segmentation_models_pytorch,kornia", help="packages TorchFix also runs on")
+    parser.add_argument("--subset", default="segmentation_models_pytorch", help="packages TorchFix also runs on")
     args = parser.parse_args()
     corpus = Path(args.corpus)
     if not corpus.is_dir():

@@ -14,7 +14,7 @@ ALL = frozenset({"*"})
 def suppressions(text: str) -> dict[int, frozenset[str]]:
     """Line number -> codes suppressed there (ALL for a bare `# port: ignore`)."""
     out: dict[int, frozenset[str]] = {}
-    if "port:" not in text and "PORT:" not in text.upper():
+    if not any(marker in text for marker in ("port:", "Port:", "PORT:")):
         return out
     try:
         tokens = list(tokenize.generate_tokens(io.StringIO(text).readline))

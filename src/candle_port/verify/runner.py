@@ -3,9 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 import tempfile
 import time
 from dataclasses import dataclass, field
@@ -49,33 +46,57 @@ def gradcheck_shapes(shapes: list[tuple[int, ...]]) -> list[tuple[int, ...]]:
     return [tuple([1] + list(s[1:2]) + [min(d, GRADCHECK_MAX_SPATIAL) for d in s[2:]]) for s in shapes]
 
 
-def _start(job: dict, workdir: Path, name: str) -> subprocess.Popen:
+_CONTEXT = None
+
+
+def _context():
+    """A multiprocessing context whose workers start from a fork server that preloaded torch
+    (see preload.py); spawn where there is no fork server. Either way each worker is a fresh
+    process without the other's modules."""
+    global _CONTEXT
+    if _CONTEXT is None:
+        import multiprocessing
+
+        if "forkserver" in multiprocessing.get_all_start_methods():
+            _CONTEXT = multiprocessing.get_context("forkserver")
+            _CONTEXT.set_forkserver_preload(["candle_port.verify.preload"])
+        else:  # pragma: no cover - Windows
+            _CONTEXT = multiprocessing.get_context("spawn")
+    return _CONTEXT
+
+
+def _start(job: dict, workdir: Path, name: str):
+    from .worker import entry
+
     path = workdir / f"{name}.job.json"
     path.write_text(json.dumps(job), encoding="utf-8")
-    env = dict(os.environ)
-    env.setdefault("PYTHONHASHSEED", "0")
-    return subprocess.Popen(
-        [sys.executable, "-m", "candle_port.verify.worker", str(path)],
-        cwd=str(workdir), env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-    )
+    job["log"] = str(workdir / f"{name}.log")
+    process = _context().Process(target=entry, args=(str(path), job["log"]), name=f"candle-port-verify-{name}")
+    process.start()
+    return process
 
 
-def _finish(proc: subprocess.Popen, job: dict, label: str) -> dict:
+def _stop(process) -> None:
+    if process.is_alive():
+        process.kill()
+    process.join()
+
+
+def _finish(process, job: dict, label: str) -> dict:
     import torch
 
-    try:
-        _, stderr = proc.communicate(timeout=WORKER_TIMEOUT_S)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        proc.communicate()
+    process.join(WORKER_TIMEOUT_S)
+    if process.is_alive():
+        _stop(process)
         raise VerifyError(f"{label} model: worker timed out after {WORKER_TIMEOUT_S}s")
     error_path = Path(job["out"] + ".error.json")
     if error_path.exists():
         error = json.loads(error_path.read_text(encoding="utf-8"))
         raise VerifyError(f"{label} model: {error['kind']} error: {error['message']}".splitlines()[0])
-    if proc.returncode != 0 or not Path(job["out"]).exists():
-        tail = (stderr or "").strip().splitlines()[-1:] or ["no output"]
-        raise VerifyError(f"{label} model: worker exited with {proc.returncode}: {tail[0]}")
+    if process.exitcode != 0 or not Path(job["out"]).exists():
+        log = Path(job["log"]).read_text(encoding="utf-8", errors="replace") if Path(job["log"]).exists() else ""
+        tail = log.strip().splitlines()[-1:] or ["no output"]
+        raise VerifyError(f"{label} model: worker exited with {process.exitcode}: {tail[0]}")
     return torch.load(job["out"], weights_only=True)
 
 
@@ -120,8 +141,7 @@ def run_verify(options: VerifyOptions, rewrite: RewriteFn | None = None,
         try:
             original = _finish(proc_a, job_a, "original")
         except VerifyError:
-            proc_b.kill()
-            proc_b.communicate()
+            _stop(proc_b)
             raise
         result = _finish(proc_b, job_b, "rewritten")
     if Path(result["module_file"]).resolve() == Path(original["module_file"]).resolve():

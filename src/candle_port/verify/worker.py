@@ -201,6 +201,20 @@ def run(job: dict) -> None:
     _save(result, out_path)
 
 
+def entry(job_path: str, log_path: str) -> None:
+    """Process target: the user's prints go to a log file, never into verify's own stdout."""
+    log = os.open(log_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os.dup2(log, 1)
+    os.dup2(log, 2)
+    os.chdir(os.path.dirname(job_path))
+    code = main([job_path])
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     job = json.loads(Path(argv[0]).read_text(encoding="utf-8"))
