@@ -1,0 +1,149 @@
+"""`candle-port verify` end to end on the fixture models: two workers, port-fix, exit codes.
+
+Each scenario runs once (module fixtures) and several tests read its result.
+"""
+
+import json
+from pathlib import Path
+
+import pytest
+import typer
+from typer.testing import CliRunner
+
+pytest.importorskip("torch")
+
+from candle_port.cli.verify import verify_command  # noqa: E402
+
+FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "verify"
+app = typer.Typer()
+app.command()(verify_command)
+
+
+def run(*args: str):
+    result = CliRunner().invoke(app, [str(a) for a in args])
+    return result
+
+
+def run_json(*args: str):
+    result = run(*args, "--output-format", "json")
+    data = json.loads(result.stdout) if result.exit_code in (0, 1) else None
+    return result, data
+
+
+def lacking(data, which):
+    return sorted({r["name"] for r in data["graphs"][which]["lacking"]})
+
+
+@pytest.fixture(scope="module")
+def unet():
+    return run_json(f"{FIXTURES}/unet_bilinear.py:SmallUNet", "--input-shape", "2,3,32,32")
+
+
+def test_unet_passes(unet):
+    result, data = unet
+    assert result.exit_code == 0, result.output
+    assert data["verdict"] == "pass" and data["rewrite"]["changed"] == ["unet_bilinear.py"]
+    assert data["graphs"]["original"]["tracer"] == "torch.export"
+
+
+def test_original_graph_lists_bilinear_as_lacking_candle_backward(unet):
+    _, data = unet
+    assert lacking(data, "original") == ["upsample_bilinear2d"]
+    assert lacking(data, "rewritten") == []
+
+
+def test_outputs_and_every_gradient_within_tolerance(unet):
+    _, data = unet
+    kinds = {row["kind"] for row in data["comparisons"]}
+    assert kinds == {"output", "input grad", "param grad"}
+    assert all(row["ok"] for row in data["comparisons"])
+    assert data["tolerance"]["rtol"] == 1e-5 and data["max_diffs"]["grad_max_rel"] <= 1e-5
+    assert data["module_files"]["original"] != data["module_files"]["rewritten"]
+
+
+def test_fpn_with_nn_upsample_text_output():
+    result = run(f"{FIXTURES}/fpn_upsample.py:FPNHead", "--input-shape", "2,3,32,32", "--dtype", "float64")
+    assert result.exit_code == 0, result.output
+    assert "PASS" in result.stdout and "upsample_bilinear2d" in result.stdout  # the original's table
+    assert "rtol 1e-10" in result.stdout
+
+
+def test_dynamic_mode_through_a_factory_with_gradcheck():
+    result, data = run_json(f"{FIXTURES}/dynamic_mode.py:make_dynamic", "--input-shape", "1,3,16,16",
+                            "--init-kwargs", '{"mode": "bilinear"}', "--gradcheck")
+    assert result.exit_code == 0, result.output
+    assert lacking(data, "original") == ["upsample_bilinear2d"] and lacking(data, "rewritten") == []
+    assert data["gradcheck"]["ok"] and data["gradcheck"]["shapes"] == [[1, 3, 8, 8]]
+
+
+@pytest.fixture(scope="module")
+def twofile_default_root():
+    return run_json(f"{FIXTURES}/twofile_pkg/model.py:TwoFileNet", "--input-shape", "1,3,16,16")
+
+
+def test_two_files_need_the_package_as_source_root(twofile_default_root):
+    result, data = twofile_default_root
+    assert result.exit_code == 1
+    assert data["rewrite"]["changed"] == []  # model.py has no site; blocks.py was not in the root
+    assert lacking(data, "rewritten") == ["upsample_bilinear2d"]
+    assert any("blocks.py" in w for r in data["graphs"]["rewritten"]["summary"] for w in r["where"])
+
+
+def test_two_files_with_relative_import():
+    result, data = run_json(f"{FIXTURES}/twofile_pkg/model.py:TwoFileNet", "--input-shape", "1,3,16,16",
+                            "--source-root", FIXTURES / "twofile_pkg")
+    assert result.exit_code == 0, result.output
+    assert data["rewrite"]["changed"] == ["blocks.py"]
+    assert lacking(data, "original") == ["upsample_bilinear2d"] and lacking(data, "rewritten") == []
+    assert "/twofile_pkg/blocks.py" not in data["module_files"]["rewritten"]
+
+
+def planted(name):
+    text = (FIXTURES / "planted" / name).read_text(encoding="utf-8")
+    return lambda source, strategy, path: (text, True)
+
+
+def test_planted_wrong_rewrite_fails_with_a_table(monkeypatch):
+    import candle_port.verify.workspace as workspace
+
+    monkeypatch.setattr(workspace, "fix_with_port_fix", planted("unet_align_corners_flipped.py"))
+    result = run(f"{FIXTURES}/unet_bilinear.py:SmallUNet", "--input-shape", "2,3,32,32")
+    assert result.exit_code == 1, result.output
+    assert "MISMATCH" in result.stdout and "FAIL" in result.stdout
+    assert "differ beyond rtol=1e-05" in result.stdout
+    line = next(l for l in result.stdout.splitlines() if "output" in l and "MISMATCH" in l)
+    assert "2x2x32x32" in line
+
+
+def test_output_shape_change_is_an_error(monkeypatch):
+    import candle_port.verify.workspace as workspace
+
+    monkeypatch.setattr(workspace, "fix_with_port_fix", planted("dynamic_wrong_scale.py"))
+    result = run(f"{FIXTURES}/dynamic_mode.py:DynamicUp", "--input-shape", "1,3,8,8")
+    assert result.exit_code == 2
+    assert "shape error" in result.stderr and "outputs differ" in result.stderr
+    assert len(result.stderr.strip().splitlines()) == 1
+
+
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        pytest.param(["nonsense", "--input-shape", "1,3"], "MODEL must be", id="bad-spec"),
+        pytest.param([f"{FIXTURES}/unet_bilinear.py:SmallUNet", "--input-shape", "1,a"], "comma-separated", id="bad-shape"),
+        pytest.param([f"{FIXTURES}/unet_bilinear.py:SmallUNet", "--input-shape", "1,3,8,8", "--init-kwargs", "[1]"], "JSON object", id="bad-kwargs"),
+        pytest.param([f"{FIXTURES}/unet_bilinear.py:NoSuchClass", "--input-shape", "1,3,8,8"], "import error", id="missing-class"),
+    ],
+)
+def test_errors_exit_2_with_one_line(args, message):
+    result = run(*args)
+    assert result.exit_code == 2
+    assert message in result.stderr and len(result.stderr.strip().splitlines()) == 1
+
+
+def test_importing_the_command_does_not_import_torch():
+    import subprocess
+    import sys
+
+    code = "import sys, candle_port.cli.verify, candle_port.verify.runner; print('torch' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False"
