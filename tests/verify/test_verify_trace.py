@@ -108,7 +108,8 @@ def test_compare_floors_analytically_zero_gradients():
     ref = torch.tensor([1e-7, -1e-7])
     new = torch.tensor([3e-7, 0.0])
     row = compare_tensor("param grad", "bias", ref, new, rtol=1e-5, atol=0.0, floor=1.0)
-    assert row.ok and row.max_rel == pytest.approx(2e-7)
+    assert row.ok and row.rel_to_scale == pytest.approx(2e-7) and row.max_rel == pytest.approx(2.0)
+    assert "judged against" in row.note
     assert not compare_tensor("param grad", "bias", ref, new, rtol=1e-5, atol=0.0).ok
 
 

@@ -21,20 +21,20 @@ def _status(ok: bool | None) -> str:
 def _comparison_table(report: Any, max_rows: int) -> Table:
     tol = "not enforced" if report.rtol is None else f"rtol {report.rtol:g}, atol {report.atol:g}"
     table = Table(title=f"Original vs rewritten ({escape(report.dtype)}; {tol})", title_justify="left")
-    for col in ("kind", "tensor", "shape", "max abs diff", "max rel diff", "status", "note"):
+    for col in ("kind", "tensor", "shape", "max abs diff", "max rel diff", "tested rel diff", "status", "note"):
         table.add_column(col, justify="right" if "diff" in col else "left", overflow="fold")
     rows = report.rows
     hidden = 0
     if len(rows) > max_rows:
         keep = [r for r in rows if r.ok is False or r.kind in ("output", "input grad", "new param")]
-        rest = sorted((r for r in rows if r not in keep), key=lambda r: -(r.max_rel or 0.0))
+        rest = sorted((r for r in rows if r not in keep), key=lambda r: -(r.rel_to_scale or 0.0))
         room = max(0, max_rows - len(keep))
         shown = set(map(id, keep + rest[:room]))
         hidden = len(rows) - len(shown)
         rows = [r for r in rows if id(r) in shown]
     for r in rows:
         table.add_row(r.kind, escape(r.name), "x".join(map(str, r.shape)) or "-", _num(r.max_abs),
-                      _num(r.max_rel), _status(r.ok), escape(r.note))
+                      _num(r.max_rel), _num(r.rel_to_scale), _status(r.ok), escape(r.note))
     if hidden:
         table.caption = f"{hidden} more parameter gradients within tolerance (all rows: --output-format json)"
     return table

@@ -65,12 +65,12 @@ class VerifyReport:
         return 0 if self.passed else 1
 
     def max_diffs(self) -> dict[str, float]:
-        """Largest max_abs / max_rel over outputs and over gradients (for summaries and docs)."""
+        """Largest max_abs and rel_to_scale (what rtol is compared with) over outputs and gradients."""
         out: dict[str, float] = {}
         for key, kinds in (("output", ("output",)), ("grad", ("input grad", "param grad"))):
             rows = [r for r in self.rows if r.kind in kinds and r.max_abs is not None]
             out[f"{key}_max_abs"] = max((r.max_abs for r in rows), default=0.0)
-            out[f"{key}_max_rel"] = max((r.max_rel for r in rows), default=0.0)
+            out[f"{key}_max_rel"] = max((r.rel_to_scale for r in rows), default=0.0)
         return out
 
     def to_json(self) -> dict[str, Any]:
@@ -89,7 +89,8 @@ class VerifyReport:
             "rewrite": self.rewrite,
             "tolerance": {"rtol": self.rtol, "atol": self.atol,
                           "enforced": self.rtol is not None,
-                          "definition": "max|rewritten-original| <= atol + rtol * max|original| per tensor"},
+                          "definition": "max|rewritten-original| <= atol + rtol * max(max|original|, G), "
+                                        "G = largest max|original| among tensors of the same kind"},
             "state_dict": {"new_parameters": self.new_parameters, "not_loaded": self.dropped_state},
             "max_diffs": self.max_diffs(),
             "comparisons": [row.to_json() for row in self.rows],
