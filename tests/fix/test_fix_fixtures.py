@@ -108,3 +108,12 @@ def test_every_strategy_and_api_has_fixtures() -> None:
     for api in ("api_upsample_bilinear", "api_UpsamplingBilinear2d"):
         assert f"runtime/{api}" in names and f"nearest/{api}" in names
     assert "nearest/refusals" in names and "convtranspose/refusals" in names
+
+
+@pytest.mark.parametrize("case", [c for c in CASES if c.parent.name != "nearest"], ids=_id)
+def test_text_splice_equals_libcst_transformer(case: Path) -> None:
+    """The fast path (splicing callee spans) and the libcst transformer produce the same text."""
+    source = decode_source(case.read_bytes())
+    fast = fix_source(source.text, strategy=case.parent.name, path=case.name)
+    slow = fix_source(source.text, strategy=case.parent.name, path=case.name, fast=False)
+    assert fast.text == slow.text

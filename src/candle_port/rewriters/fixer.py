@@ -23,6 +23,7 @@ from candle_port.config import Config
 from candle_port.findings import FileError
 from candle_port.prefilter import may_hold_sites
 from candle_port.rewriters import imports, strategies
+from candle_port.rewriters.splice import splice
 from candle_port.rewriters.eligibility import CONVTRANSPOSE, NEAREST, RUNTIME, STRATEGIES, refusal
 from candle_port.rules import all_rules
 
@@ -82,12 +83,14 @@ def fix_text(
     path: str = "<string>",
     config: Config | None = None,
     vendored_module: str | None = None,
+    fast: bool = True,
     **options,
 ) -> FixResult:
     """Rewrite every fixable site of `text` with `strategy`; never raises for bad source.
 
     `vendored_module`: import the runtime from this module (written by --vendor) instead of
-    candle_port.runtime. A syntax error becomes the result's `error` with the text unchanged.
+    candle_port.runtime. `fast=False` forces the libcst transformer instead of splicing callee
+    spans into the text (same output; the tests compare them). A syntax error becomes the result's `error` with the text unchanged.
     """
     if strategy not in STRATEGIES:
         raise FixError(f"unknown strategy {strategy!r}; expected one of {', '.join(STRATEGIES)}")
@@ -138,8 +141,7 @@ def fix_text(
     if not planned:
         return result
 
-    new_module = _rewrite(module, planned, strategy, vendored_module, result)
-    new_text = new_module.code
+    new_text = _rewrite(module, text, scan.calls, planned, strategy, vendored_module, result, fast)
     problem = _verify(new_text, path, config, strategy, result)
     if problem is not None:
         result.error = FileError(path, f"internal error, file left unchanged: {problem}")
@@ -150,13 +152,24 @@ def fix_text(
     return result
 
 
-def _rewrite(module: cst.Module, planned, strategy: str, vendored_module: str | None, result: FixResult) -> cst.Module:
+def _rewrite(module: cst.Module, text: str, all_calls, planned, strategy: str, vendored_module, result: FixResult, fast: bool) -> str:
     target = strategies.target_for(strategy, vendored_module)
     alias = None
+    existing = None
     if target is not None:
-        alias = imports.existing_alias(module, target.module)
+        existing = alias = imports.existing_alias(module, target.module)
         if alias is None:
-            alias = imports.fresh_name(target.preferred_alias, imports.used_names(module))
+            alias = imports.fresh_name(target.preferred_alias, imports.used_names(text))
+    if fast and strategy != NEAREST and all(site.kind != "subclass" for site, _ in planned):
+        import_line = f"import {target.module} as {alias}" if existing is None else None
+        edits = [
+            (site.call, site.kind == "partial", f"{alias}.{strategies.replacement_name(strategy, site)}")
+            for site, _ in planned
+        ]
+        spliced = splice(text, all_calls, edits, import_line)
+        if spliced is not None:
+            result.import_added = import_line
+            return spliced
     calls: dict[int, Site] = {}
     bases: dict[int, tuple[cst.ClassDef, dict[int, cst.BaseExpression]]] = {}
     for site, _ in planned:
@@ -173,7 +186,7 @@ def _rewrite(module: cst.Module, planned, strategy: str, vendored_module: str | 
     if target is not None and transformer.used_target and imports.existing_alias(module, target.module) is None:
         new_module = imports.add_import(new_module, target.module, alias)
         result.import_added = f"import {target.module} as {alias}"
-    return new_module
+    return new_module.code
 
 
 class _Transformer(cst.CSTTransformer):

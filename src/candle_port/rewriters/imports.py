@@ -6,24 +6,23 @@ imports, so the file's header (shebang, coding cookie, licence comments) stays f
 
 from __future__ import annotations
 
+import re
+
 import libcst as cst
 
 from candle_port.analysis.names import dotted_name
 
 
-class _Names(cst.CSTVisitor):
-    def __init__(self) -> None:
-        self.names: set[str] = set()
-
-    def visit_Name(self, node: cst.Name) -> None:
-        self.names.add(node.value)
+_IDENTIFIER = re.compile(r"[^\W\d]\w*")
 
 
-def used_names(module: cst.Module) -> set[str]:
-    """Every identifier written anywhere in the module (bound or not, attribute names too)."""
-    visitor = _Names()
-    module.visit(visitor)
-    return visitor.names
+def used_names(text: str) -> set[str]:
+    """Every identifier-like word in the source, code, strings and comments alike.
+
+    A superset of the names the module binds or reads, so a name outside it shadows nothing;
+    a regex over the text is ~100x cheaper than visiting the tree.
+    """
+    return set(_IDENTIFIER.findall(text))
 
 
 def fresh_name(preferred: str, taken: set[str]) -> str:

@@ -1,0 +1,132 @@
+"""Fast path for callee-only rewrites (runtime, convtranspose): splice the source text.
+
+Re-generating a module through a libcst transformer rebuilds every node (about as costly as the
+parse itself). When only callees change, the new text is the old text with a few spans replaced:
+the span of each call's callee (or a functools.partial's first argument), taken from Python's
+`ast`, plus one import line. Calls are matched to the libcst sites the same way
+analysis/positions.py does (source order, checked by the callee's dotted name); anything that does
+not line up returns None and the caller falls back to the libcst transformer. The result is
+verified by the fixer like any other rewrite.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+import warnings
+
+import libcst as cst
+
+from candle_port.analysis.names import dotted_name
+
+_LINE_END = re.compile(r"\r\n|\r|\n")
+
+
+def _ast_dotted(node: ast.expr) -> str | None:
+    parts = []
+    while isinstance(node, ast.Attribute):
+        parts.append(node.attr)
+        node = node.value
+    if isinstance(node, ast.Name):
+        parts.append(node.id)
+        return ".".join(reversed(parts))
+    return None
+
+
+class _Lines:
+    """Maps ast (line, utf-8 byte column) to offsets in the str."""
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+        self.starts = [0] + [m.end() for m in _LINE_END.finditer(text)]
+
+    def offset(self, line: int, byte_col: int) -> int:
+        start = self.starts[line - 1]
+        end = self.starts[line] if line < len(self.starts) else len(self.text)
+        raw = self.text[start:end].encode("utf-8", "surrogatepass")[:byte_col]
+        return start + len(raw.decode("utf-8", "surrogatepass"))
+
+    def span(self, node: ast.AST) -> tuple[int, int]:
+        return self.offset(node.lineno, node.col_offset), self.offset(node.end_lineno, node.end_col_offset)
+
+
+def splice(
+    text: str,
+    all_calls: list[cst.Call],
+    edits: list[tuple[cst.Call, bool, str]],
+    import_line: str | None,
+) -> str | None:
+    """`text` with each edit applied, or None when the fast path cannot be sure.
+
+    edits: (libcst call, is_partial, replacement callee text). import_line: the statement to add.
+    """
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            tree = ast.parse(text)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return None
+    ast_calls = [n for n in ast.walk(tree) if isinstance(n, ast.Call)]
+    if len(ast_calls) != len(all_calls):
+        return None
+    ast_calls.sort(key=lambda n: (n.lineno, n.col_offset, -(n.end_lineno or 0), -(n.end_col_offset or 0)))
+    index = {id(c): i for i, c in enumerate(all_calls)}
+    lines = _Lines(text)
+    spans: list[tuple[int, int, str]] = []
+    for call, is_partial, replacement in edits:
+        node = ast_calls[index[id(call)]]
+        if dotted_name(call.func) != _ast_dotted(node.func) or len(call.args) != len(node.args) + len(node.keywords):
+            return None
+        if is_partial:
+            if not node.args or _ast_dotted(node.args[0]) != dotted_name(call.args[0].value):
+                return None
+            target = node.args[0]
+        else:
+            target = node.func
+        start, end = lines.span(target)
+        if _ast_dotted(target) is None or not _plain_dotted(text[start:end]):
+            return None  # e.g. a callee written across lines or with comments: let libcst do it
+        spans.append((start, end, replacement))
+    if import_line is not None:
+        at = _import_offset(tree, lines)
+        if at is None:
+            return None
+        newline = _LINE_END.search(text)
+        spans.append((at, at, import_line + (newline.group() if newline else "\n")))
+    spans.sort()
+    for (s1, e1, _), (s2, _, _) in zip(spans, spans[1:]):
+        if s2 < e1:
+            return None
+    out, last = [], 0
+    for start, end, replacement in spans:
+        out.append(text[last:start])
+        out.append(replacement)
+        last = end
+    out.append(text[last:])
+    return "".join(out)
+
+
+def _plain_dotted(source: str) -> bool:
+    return re.fullmatch(r"[^\W\d]\w*(?:\.[^\W\d]\w*)*", source) is not None
+
+
+def _import_offset(tree: ast.Module, lines: _Lines) -> int | None:
+    """Where imports.insertion_index() puts the import: after docstring, __future__ and imports."""
+    body = tree.body
+    index = 0
+    if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant) and isinstance(body[0].value.value, str):
+        index = 1
+    while index < len(body) and isinstance(body[index], (ast.Import, ast.ImportFrom)):
+        index += 1
+    if index == 0:
+        first = body[0]
+        line = min([first.lineno, *(d.lineno for d in getattr(first, "decorator_list", []))])
+        return lines.starts[line - 1]
+    previous = body[index - 1]
+    end_line = previous.end_lineno
+    # Another statement on the same line (`import a; x = 1`), or a comment-less `;` tail: bail out.
+    if index < len(body) and body[index].lineno == end_line:
+        return None
+    if end_line >= len(lines.starts):
+        return None
+    return lines.starts[end_line]
