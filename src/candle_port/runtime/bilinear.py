@@ -185,19 +185,26 @@ def _resample_axis(
         else:
             method = "gather" if last and last_is_contiguous else "band"
     if method == "matmul":
+        # Always one plain 2-D GEMM: the axis is moved last (a transposed view, which the
+        # reshape copies once) and the result is returned as a view with the axis back in place.
+        # torch.matmul with a 4-D operand would broadcast A over the batch and run a batched GEMM
+        # whose backward was measured 5-20x slower.
         a = _get_dense(*key)
-        if last:
-            return torch.matmul(x, a.t())
-        # contract over ``dim`` with everything after it flattened into the columns
-        cols = x.flatten(dim + 1) if dim < x.dim() - 2 else x
-        return torch.matmul(a, cols).reshape(x.shape[:dim] + (out_size,) + x.shape[dim + 1 :])
+        xt = x if last else x.transpose(dim, -1)
+        lead = xt.shape[:-1]
+        y = torch.mm(xt.reshape(-1, in_size), a.t()).reshape(lead + (out_size,))
+        return y if last else y.transpose(dim, -1)
     if method == "band" and not last:
+        # Move the axis first, take every block's window of input rows (one index_select), and
+        # run one batched GEMM over the nb blocks: (nb, block, L) @ (nb, L, everything else).
         b = _get_band(*key)
-        rest = x.shape[dim + 1 :]
-        cols = math.prod(rest)
-        xw = x.index_select(dim, b.win).reshape(x.shape[:dim] + (b.nb, b.length, cols))
-        y = torch.matmul(b.weights, xw).reshape(x.shape[:dim] + (b.nb * b.block,) + rest)
-        return y if b.nb * b.block == out_size else y.narrow(dim, 0, out_size)
+        moved = x.movedim(dim, 0).contiguous()  # index_select's backward is slow on a strided dim 0
+        rest = moved.shape[1:]
+        xw = moved.index_select(0, b.win).reshape(b.nb, b.length, math.prod(rest))
+        y = torch.matmul(b.weights, xw).reshape((b.nb * b.block,) + rest)
+        if b.nb * b.block != out_size:
+            y = y.narrow(0, 0, out_size)
+        return y.movedim(0, dim)
     p = _get_plan(*key)
     if method == "gather" and last:
         return _lerp_gather(x, p)
@@ -430,8 +437,15 @@ def _resample(
     else:
         dims = tuple(range(2, 2 + ndim))
     in_sizes = list(x.shape[2:])
-    # Last spatial axis (W) first: it usually is the cheaper one to grow.
-    for k in reversed(range(ndim)):
+    # Order (measured): when the last axis is gathered, do it first, on the smaller tensor
+    # (gather is the costliest op per element); otherwise H first, which keeps the copies that
+    # move an axis last for its GEMM small.
+    w_gathers = (
+        not channels_last
+        and in_sizes[-1] != out[-1]
+        and (w_method == "gather" or (w_method is None and in_sizes[-1] > _MATMUL_MAX_IN))
+    )
+    for k in reversed(range(ndim)) if w_gathers else range(ndim):
         if in_sizes[k] == out[k]:
             continue
         method = w_method if k == ndim - 1 else h_method
