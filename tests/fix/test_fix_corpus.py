@@ -108,31 +108,28 @@ def test_rewritten_files_compile_recheck_clean_and_idempotent(fixed_corpus):
     assert again.returncode == 0, again.stderr[-3000:]
 
 
-def _importable(module: str, path: Path) -> tuple[bool, str]:
+def _import(module: str, path: Path) -> tuple[bool, str]:
+    """Import `module` with the rewritten copies first on sys.path; (ok, its __file__ or the error)."""
     out = subprocess.run(
-        [sys.executable, "-W", "ignore", "-c", f"import {module}"],
+        [sys.executable, "-W", "ignore", "-c", f"import {module}; print({module}.__file__)"],
         cwd=path, capture_output=True, text=True, timeout=300,
         env={**os.environ, "PYTHONPATH": os.pathsep.join(str(path / p) for p in PACKAGES)},
     )
-    return out.returncode == 0, (out.stderr.strip().splitlines() or [""])[-1]
+    if out.returncode != 0:
+        return False, (out.stderr.strip().splitlines() or [""])[-1]
+    return True, out.stdout.strip()
 
 
 @pytest.mark.parametrize("package", PACKAGES)
 def test_rewritten_package_imports(fixed_corpus, package):
     dest, _ = fixed_corpus
     if package in ("timm", "segmentation_models_pytorch"):
-        ok, why = _importable("torchvision", dest)
+        ok, why = _import("torchvision", dest)
         if not ok:
             pytest.skip(
                 f"{package} needs torchvision, not importable here ({why}); the PyPI torchvision "
                 "wheel is built against the CUDA torch and fails on torch==2.13.0+cpu"
             )
-    ok, why = _importable(package, dest)
-    assert ok, why
-    # The rewritten copy, not an installed one, was imported.
-    probe = subprocess.run(
-        [sys.executable, "-W", "ignore", "-c", f"import {package}; print({package}.__file__)"],
-        cwd=dest, capture_output=True, text=True, timeout=300,
-        env={**os.environ, "PYTHONPATH": os.pathsep.join(str(dest / p) for p in PACKAGES)},
-    )
-    assert str(dest) in probe.stdout
+    ok, where = _import(package, dest)
+    assert ok, where
+    assert where.startswith(str(dest))  # the rewritten copy, not an installed one
