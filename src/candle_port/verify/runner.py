@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import json
+import sys
 import tempfile
+import types
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -72,7 +74,15 @@ def _start(job: dict, workdir: Path, name: str):
     path.write_text(json.dumps(job), encoding="utf-8")
     job["log"] = str(workdir / f"{name}.log")
     process = _context().Process(target=entry, args=(str(path), job["log"]), name=f"candle-port-verify-{name}")
-    process.start()
+    # The worker needs nothing from the caller's __main__; without this, multiprocessing re-runs an
+    # unguarded calling script in the worker (and never the user's model code, by design).
+    main = sys.modules.get("__main__")
+    sys.modules["__main__"] = types.ModuleType("__main__")
+    try:
+        process.start()
+    finally:
+        if main is not None:
+            sys.modules["__main__"] = main
     return process
 
 
@@ -98,6 +108,16 @@ def _finish(process, job: dict, label: str) -> dict:
         tail = log.strip().splitlines()[-1:] or ["no output"]
         raise VerifyError(f"{label} model: worker exited with {process.exitcode}: {tail[0]}")
     return torch.load(job["out"], weights_only=True)
+
+
+def _map_locations(graph: dict | None, copy: str, original: str) -> None:
+    """Show the rewritten graph's call sites as paths of the user's tree (the copy is gone)."""
+    if not graph:
+        return
+    for row in graph.get("summary", []):
+        row["where"] = [w.replace(copy, original, 1) for w in row["where"]]
+    for row in graph.get("lacking", []):
+        row["where"] = row["where"].replace(copy, original, 1)
 
 
 def run_verify(options: VerifyOptions, rewrite: RewriteFn | None = None,
@@ -144,6 +164,7 @@ def run_verify(options: VerifyOptions, rewrite: RewriteFn | None = None,
             _stop(proc_b)
             raise
         result = _finish(proc_b, job_b, "rewritten")
+        _map_locations(result.get("graph"), str(rewritten.root / source.path.name), str(source.path))
     if Path(result["module_file"]).resolve() == Path(original["module_file"]).resolve():
         raise VerifyError(f"isolation failed: the rewritten worker imported the original {original['module_file']}")
     load = result.get("load", {"missing": [], "unexpected": []})
