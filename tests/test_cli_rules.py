@@ -1,0 +1,45 @@
+"""`candle-port rules`: the catalog, one rule explained, an unknown code."""
+
+from __future__ import annotations
+
+from candle_port.cli.progress import progress_factory, wants_progress
+from candle_port.rules import all_rules
+from tests.conftest import run_tool
+
+
+def test_rules_lists_every_rule():
+    out = run_tool(tool="rules").stdout.decode()
+    for rule in all_rules():
+        assert f"{rule.code} {rule.name} ({rule.default_severity.value})" in out
+
+
+def test_rules_explains_one_with_why_source_and_examples():
+    done = run_tool("cp101", tool="rules")
+    out = done.stdout.decode()
+    assert done.returncode == 0
+    assert "CP101 bilinear-upsampling" in out and "backprop.rs:411-413" in out
+    assert "mode='bilinear'" in out and "Not reported" in out
+
+
+def test_unknown_rule_is_a_usage_error():
+    done = run_tool("CP999", tool="rules")
+    assert done.returncode == 2 and "unknown rule code" in done.stderr.decode()
+
+
+class _Pipe:
+    def isatty(self):
+        return False
+
+
+class _Tty:
+    def isatty(self):
+        return True
+
+
+def test_progress_only_on_a_terminal_outside_ci(monkeypatch):
+    monkeypatch.delenv("CI", raising=False)
+    monkeypatch.setenv("TERM", "xterm")
+    assert wants_progress(_Tty()) and not wants_progress(_Pipe())
+    monkeypatch.setenv("CI", "true")
+    assert not wants_progress(_Tty())
+    assert progress_factory("Checking") is None  # stderr of pytest is not a terminal, and CI is set
