@@ -18,7 +18,8 @@ from libcst.metadata import MetadataWrapper, PositionProvider
 from candle_port.analysis.names import dotted_name
 
 
-def _ast_dotted(node: ast.expr) -> str | None:
+def ast_dotted(node: ast.expr) -> str | None:
+    """`a.b.c` for an ast Name/Attribute chain, else None."""
     parts = []
     while isinstance(node, ast.Attribute):
         parts.append(node.attr)
@@ -37,14 +38,21 @@ def call_positions(
     module: cst.Module, text: str, calls: list[cst.Call], wanted: list[cst.Call]
 ) -> dict[cst.Call, tuple[int, int, int]]:
     """(line, 1-based column, end line) of each call in `wanted`; `calls` is every call in order."""
-    aligned = _from_ast(text, calls, wanted)
+    aligned = align_calls(text, calls, wanted)
     if aligned is not None:
-        return aligned
+        lines = text.encode("utf-8", "surrogatepass").splitlines(keepends=True) if wanted else []
+        return {
+            call: (node.lineno, _char_column(lines, node.lineno, node.col_offset) + 1, node.end_lineno or node.lineno)
+            for call, node in aligned[1].items()
+        }
     positions = MetadataWrapper(module, unsafe_skip_copy=True).resolve(PositionProvider)
     return {c: (positions[c].start.line, positions[c].start.column + 1, positions[c].end.line) for c in wanted}
 
 
-def _from_ast(text: str, calls: list[cst.Call], wanted: list[cst.Call]) -> dict | None:
+def align_calls(
+    text: str, calls: list[cst.Call], wanted: list[cst.Call]
+) -> tuple[ast.Module, dict[cst.Call, ast.Call]] | None:
+    """The ast tree and the ast Call of each libcst call in `wanted`, or None if unsure."""
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
@@ -56,11 +64,10 @@ def _from_ast(text: str, calls: list[cst.Call], wanted: list[cst.Call]) -> dict 
         return None
     ast_calls.sort(key=lambda n: (n.lineno, n.col_offset, -(n.end_lineno or 0), -(n.end_col_offset or 0)))
     index = {id(c): i for i, c in enumerate(calls)}
-    lines = text.encode("utf-8", "surrogatepass").splitlines(keepends=True) if wanted else []
     out = {}
     for call in wanted:
         node = ast_calls[index[id(call)]]
-        if dotted_name(call.func) != _ast_dotted(node.func) or len(call.args) != len(node.args) + len(node.keywords):
+        if dotted_name(call.func) != ast_dotted(node.func) or len(call.args) != len(node.args) + len(node.keywords):
             return None
-        out[call] = (node.lineno, _char_column(lines, node.lineno, node.col_offset) + 1, node.end_lineno or node.lineno)
-    return out
+        out[call] = node
+    return tree, out

@@ -13,24 +13,13 @@ from __future__ import annotations
 
 import ast
 import re
-import warnings
 
 import libcst as cst
 
 from candle_port.analysis.names import dotted_name
+from candle_port.analysis.positions import align_calls, ast_dotted
 
 _LINE_END = re.compile(r"\r\n|\r|\n")
-
-
-def _ast_dotted(node: ast.expr) -> str | None:
-    parts = []
-    while isinstance(node, ast.Attribute):
-        parts.append(node.attr)
-        node = node.value
-    if isinstance(node, ast.Name):
-        parts.append(node.id)
-        return ".".join(reversed(parts))
-    return None
 
 
 class _Lines:
@@ -60,31 +49,22 @@ def splice(
 
     edits: (libcst call, is_partial, replacement callee text). import_line: the statement to add.
     """
-    try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            tree = ast.parse(text)
-    except (SyntaxError, ValueError, RecursionError, MemoryError):
+    aligned = align_calls(text, all_calls, [call for call, _partial, _replacement in edits])
+    if aligned is None:
         return None
-    ast_calls = [n for n in ast.walk(tree) if isinstance(n, ast.Call)]
-    if len(ast_calls) != len(all_calls):
-        return None
-    ast_calls.sort(key=lambda n: (n.lineno, n.col_offset, -(n.end_lineno or 0), -(n.end_col_offset or 0)))
-    index = {id(c): i for i, c in enumerate(all_calls)}
+    tree, nodes = aligned
     lines = _Lines(text)
     spans: list[tuple[int, int, str]] = []
     for call, is_partial, replacement in edits:
-        node = ast_calls[index[id(call)]]
-        if dotted_name(call.func) != _ast_dotted(node.func) or len(call.args) != len(node.args) + len(node.keywords):
-            return None
+        node = nodes[call]
         if is_partial:
-            if not node.args or _ast_dotted(node.args[0]) != dotted_name(call.args[0].value):
+            if not node.args or ast_dotted(node.args[0]) != dotted_name(call.args[0].value):
                 return None
             target = node.args[0]
         else:
             target = node.func
         start, end = lines.span(target)
-        if _ast_dotted(target) is None or not _plain_dotted(text[start:end]):
+        if ast_dotted(target) is None or not _plain_dotted(text[start:end]):
             return None  # e.g. a callee written across lines or with comments: let libcst do it
         spans.append((start, end, replacement))
     if import_line is not None:
