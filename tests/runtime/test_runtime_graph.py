@@ -54,6 +54,12 @@ CASES_4D = [
     pytest.param(dict(size=(5, 8)), None, torch.float32, False, id="identity"),
     pytest.param(dict(size=(5, 20)), None, torch.float32, False, id="one-axis"),
     pytest.param(dict(size=(1, 1)), None, torch.float32, False, id="to-1x1"),
+    pytest.param(dict(size=(2, 3), antialias=True), None, torch.float32, False, id="aa-down"),
+    pytest.param(dict(scale_factor=(0.4, 2.5), antialias=True), None, torch.float32, False, id="aa-down-up"),
+    pytest.param(dict(size=(3, 300), antialias=True), None, torch.float32, False, id="aa-long-w"),
+    pytest.param(dict(size=(2, 3), antialias=True), None, torch.float32, True, id="aa-channels-last"),
+    pytest.param(dict(scale_factor=0.5, antialias=True), None, torch.float64, False, id="aa-fp64"),
+    pytest.param(dict(size=(5, 3), antialias=True), None, torch.float32, False, id="aa-one-axis"),
 ]
 
 
@@ -113,8 +119,9 @@ def test_linear1d_graph_uses_only_allowed_ops(kwargs):
     assert _tainted_ops(gm) <= set(ALLOWED)
 
 
-def test_interpolate_bilinear_is_traced_through_our_op():
+@pytest.mark.parametrize("antialias", [False, True], ids=["plain", "antialias"])
+def test_interpolate_bilinear_is_traced_through_our_op(antialias):
     x = torch.rand(1, 2, 6, 6)
-    gm = make_fx(lambda t: interpolate(t, scale_factor=2, mode="bilinear"))(x)
+    gm = make_fx(lambda t: interpolate(t, scale_factor=2, mode="bilinear", antialias=antialias))(x)
     assert _tainted_ops(gm) <= set(ALLOWED)
     assert not any("upsample" in op for op in _all_ops(gm))

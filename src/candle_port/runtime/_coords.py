@@ -17,11 +17,12 @@ ATen details reproduced (each one was checked against torch 2.13 CPU, see the te
 
 from __future__ import annotations
 
+import math
 from typing import NamedTuple, Optional
 
 import torch
 
-__all__ = ["AxisPlan", "axis_plan", "compute_dtype"]
+__all__ = ["AxisPlan", "aa_matrix", "axis_plan", "compute_dtype"]
 
 _SPLIT = 134217729.0  # 2**27 + 1, Veltkamp's splitter for float64
 
@@ -105,3 +106,68 @@ def axis_plan(
     w0 = 1 - w1
     i1 = torch.where(i0 < in_size - 1, i0 + 1, i0)
     return AxisPlan(i0.to(device), i1.to(device), w0.to(device), w1.to(device), False)
+
+
+def aa_matrix(
+    in_size: int,
+    out_size: int,
+    align_corners: bool,
+    scale_factor: Optional[float],
+    dtype: torch.dtype,
+    device: torch.device,
+) -> torch.Tensor:
+    """The dense (out, in) matrix of antialiased linear interpolation along one axis.
+
+    ATen's ``_upsample_bilinear2d_aa`` (the PIL algorithm), computed in ``dtype`` (float32 or
+    float64) with ATen's roundings::
+
+        scale   = as for plain bilinear ((in-1)/(out-1) with align_corners, else 1/scale_factor
+                  or in/out); 0 when align_corners and out == 1
+        support = scale if scale >= 1 else 1            (triangle of half-width 1, widened by scale)
+        inv     = 1/scale if scale >= 1 else 1
+        center  = scale * (j + 0.5)                     (rounded to dtype)
+        xmin    = max(trunc((center - support) + 0.5), 0)
+        xsize   = clamp(min(trunc((center + support) + 0.5), in) - xmin, 0, 2*ceil(support) + 1)
+        w[k]    = max(0, 1 - |(xmin + k - center + 0.5) * inv|)       for k < xsize
+        A[j, xmin + k] = w[k] / sum(w)                  (sum accumulated in order, in dtype;
+                                                         left unnormalised when the sum is 0)
+
+    ``center - support`` and ``center + support`` are rounded to ``dtype`` before 0.5 is added
+    in float64, as ATen's mixed float/double arithmetic does; so is ``xmin + k - center``.
+    """
+    if in_size == out_size:
+        return torch.eye(in_size, dtype=dtype, device=device)
+    if align_corners:
+        if out_size > 1:
+            scale = torch.tensor(float(in_size - 1), dtype=dtype) / (out_size - 1)
+        else:
+            scale = torch.zeros((), dtype=dtype)
+    elif scale_factor is not None and scale_factor > 0:
+        scale = torch.tensor(1.0 / scale_factor, dtype=torch.float64).to(dtype)
+    else:
+        scale = torch.tensor(float(in_size), dtype=dtype) / out_size
+    wide = bool(scale >= 1.0)
+    support = scale if wide else torch.ones((), dtype=dtype)
+    inv = (1.0 / scale.double()).to(dtype) if wide else torch.ones((), dtype=dtype)
+    kmax = int(math.ceil(float(support))) * 2 + 1
+    j = torch.arange(out_size, dtype=torch.float64)
+    center = (scale.double() * (j + 0.5)).to(dtype)  # exact product, one rounding
+    xmin = ((center - support).double() + 0.5).trunc().to(torch.int64).clamp_min(0)
+    xmax = ((center + support).double() + 0.5).trunc().to(torch.int64).clamp_max(in_size)
+    xsize = (xmax - xmin).clamp(0, kmax)
+    k = torch.arange(kmax, dtype=torch.int64)
+    pos = xmin[:, None] + k  # (out, kmax) input index of each tap
+    t = ((pos.to(dtype) - center[:, None]).double() + 0.5) * inv.double()
+    t = t.to(dtype).abs()
+    w = torch.where(t < 1, 1 - t, torch.zeros((), dtype=dtype))
+    w = torch.where(k < xsize[:, None], w, torch.zeros((), dtype=dtype))
+    total = torch.zeros(out_size, dtype=dtype)
+    for c in range(kmax):  # in order, in dtype, as ATen (a cumsum may accumulate in float64)
+        total = total + w[:, c]
+    w = torch.where(total[:, None] != 0, w / torch.where(total != 0, total, 1)[:, None], w)
+    cols = torch.arange(in_size, dtype=torch.int64)
+    rel = cols[None, :] - xmin[:, None]  # (out, in) tap index of each column
+    inside = (rel >= 0) & (rel < xsize[:, None])
+    a = torch.gather(w, 1, rel.clamp(0, kmax - 1))
+    a = torch.where(inside, a, torch.zeros((), dtype=dtype))
+    return a.to(device)

@@ -15,7 +15,7 @@ from typing import List, NamedTuple, Optional, Sequence, Tuple, Union
 import torch
 from torch.utils._python_dispatch import _disable_current_modes
 
-from ._coords import AxisPlan, axis_plan, compute_dtype
+from ._coords import AxisPlan, aa_matrix, axis_plan, compute_dtype
 
 __all__ = ["upsample_bilinear2d", "upsample_linear1d"]
 
@@ -65,6 +65,18 @@ def _dense(
     device: torch.device,
 ) -> torch.Tensor:
     return _build_dense(_plan(in_size, out_size, align_corners, scale, dtype, device), in_size)
+
+
+@lru_cache(maxsize=256)
+def _dense_aa(
+    in_size: int,
+    out_size: int,
+    align_corners: bool,
+    scale: Optional[float],
+    dtype: torch.dtype,
+    device: torch.device,
+) -> torch.Tensor:
+    return aa_matrix(in_size, out_size, align_corners, scale, dtype, device)
 
 
 class _Band(NamedTuple):
@@ -139,11 +151,16 @@ def _get_band(*key) -> _Band:
     return _constants(_band, *key)
 
 
+def _get_dense_aa(*key) -> torch.Tensor:
+    return _constants(_dense_aa, *key)
+
+
 def clear_cache() -> None:
     """Drop the cached per-axis index/weight tensors."""
     _plan.cache_clear()
     _dense.cache_clear()
     _band.cache_clear()
+    _dense_aa.cache_clear()
 
 
 # ---------------------------------------------------------------------------------------------
@@ -184,12 +201,12 @@ def _resample_axis(
             method = "matmul"
         else:
             method = "gather" if last and last_is_contiguous else "band"
-    if method == "matmul":
+    if method in ("matmul", "aa"):
         # Always one plain 2-D GEMM: the axis is moved last (a transposed view, which the
         # reshape copies once) and the result is returned as a view with the axis back in place.
         # torch.matmul with a 4-D operand would broadcast A over the batch and run a batched GEMM
         # whose backward was measured 5-20x slower.
-        a = _get_dense(*key)
+        a = _get_dense_aa(*key) if method == "aa" else _get_dense(*key)
         xt = x if last else x.transpose(dim, -1)
         lead = xt.shape[:-1]
         y = torch.mm(xt.reshape(-1, in_size), a.t()).reshape(lead + (out_size,))
@@ -291,6 +308,7 @@ def upsample_bilinear2d(
     scale_factor: _Scale = None,
     align_corners: Optional[bool] = False,
     recompute_scale_factor: Optional[bool] = None,
+    antialias: bool = False,
     *,
     _methods: Optional[Tuple[Optional[str], Optional[str]]] = None,
 ) -> torch.Tensor:
@@ -326,9 +344,18 @@ def upsample_bilinear2d(
     **Layout.** A channels_last input gives a channels_last output (as ATen); any other input
     gives a contiguous output. The result never aliases ``x``.
 
-    **Differences from F.interpolate.** No ``antialias`` (use ``interpolate``, which raises);
-    ``align_corners=None`` means False without a warning; results agree with ATen to a few
-    ulps, not bitwise (ATen fuses the multiply-adds of the interpolation itself).
+    **Antialias.** ``antialias=True`` is ATen's ``_upsample_bilinear2d_aa`` (PIL's triangle
+    filter): per axis a dense (out, in) matrix whose row ``j`` holds the triangle
+    ``max(0, 1 - |(i + 0.5 - center) / max(scale, 1)|)`` over the inputs ``i`` within
+    ``max(scale, 1)`` of ``center = scale * (j + 0.5)``, normalised to sum 1 (formula, clamps and
+    roundings in ``_coords.aa_matrix``; the matrices equal the weights ATen uses, bit for bit).
+    When downsampling (``scale > 1``) the support widens with the scale; when upsampling it is
+    the plain triangle. ``align_corners`` only changes ``scale``. W is resampled first, then H, each
+    by one GEMM; float32 and float64 only (ATen raises for float16 / bfloat16, so does this).
+
+    **Differences from F.interpolate.** ``align_corners=None`` means False without a warning;
+    results agree with ATen to a few ulps, not bitwise (ATen fuses the multiply-adds of the
+    interpolation itself).
 
     **Composition.** W is resampled first, then H; an axis whose size does not change is
     skipped. Per axis, by input length (measured, see ``bench/runtime_speed.py``):
@@ -370,6 +397,8 @@ def upsample_bilinear2d(
         //   (or the same lerp as for W with index_select(&i0_h, 2) / index_select(&i1_h, 2),
         //    weights reshaped to (1, 1, h_out, 1): simplest, slower)
         //
+        // antialias=true: always the dense path above, with the antialiased matrices
+        //   (aa_matrix: rows of normalised triangle weights), W first, then H.
         // f16 / bf16: x.to_dtype(DType::F32)? first and .to_dtype(orig)? at the end.
         // Neither axis changes: x.copy()?. Never call candle's upsample_bilinear2d: its
         // backward always bails ("backward not supported for upsample_bilinear2d").
@@ -381,13 +410,16 @@ def upsample_bilinear2d(
         scale_factor: multiplier(s) for H and W.
         align_corners: as in ``F.interpolate``; None means False.
         recompute_scale_factor: True maps coordinates with in/out instead of 1/scale_factor.
+        antialias: the antialiased resize of ``F.interpolate(..., antialias=True)``.
 
     Returns:
         Tensor of shape (N, C, H_out, W_out), dtype of ``x``.
     """
     if x.dim() != 4:
         raise ValueError(f"upsample_bilinear2d expects a 4-D (N, C, H, W) tensor, got {x.dim()}-D")
-    return _resample(x, size, scale_factor, bool(align_corners), recompute_scale_factor, 2, _methods)
+    return _resample(
+        x, size, scale_factor, bool(align_corners), recompute_scale_factor, 2, _methods, antialias
+    )
 
 
 def upsample_linear1d(
@@ -411,9 +443,14 @@ def _resample(
     recompute_scale_factor: Optional[bool],
     ndim: int,
     methods: Optional[Tuple[Optional[str], Optional[str]]],
+    antialias: bool = False,
 ) -> torch.Tensor:
     if not x.is_floating_point():
         raise RuntimeError(f"upsample_bilinear2d/linear1d: expected a float tensor, got {x.dtype}")
+    if antialias and x.dtype not in (torch.float32, torch.float64):
+        # ATen's CPU kernel has no half-precision antialiased path; raise as it does.
+        name = {torch.float16: "Half", torch.bfloat16: "BFloat16"}.get(x.dtype, str(x.dtype))
+        raise RuntimeError(f'"compute_index_ranges_weights" not implemented for \'{name}\'')
     out, scales = _output_size_and_scales(x, size, scale_factor, recompute_scale_factor, ndim)
     _check_sizes(x, out)
     if align_corners:
@@ -429,6 +466,8 @@ def _resample(
     cdt = compute_dtype(orig)
     y = x.to(cdt) if cdt != orig else x
     h_method, w_method = methods if methods is not None else (None, None)
+    if antialias:
+        h_method = w_method = "aa"  # dense matrices, W then H as ATen
     if channels_last:
         # Work on the (N, H, W, C) view, which is contiguous: both axes then move whole
         # C-vectors (index_select / matmul), and permuting back gives channels_last for free.
@@ -440,7 +479,7 @@ def _resample(
     # Order (measured): when the last axis is gathered, do it first, on the smaller tensor
     # (gather is the costliest op per element); otherwise H first, which keeps the copies that
     # move an axis last for its GEMM small.
-    w_gathers = (
+    w_gathers = antialias or (
         not channels_last
         and in_sizes[-1] != out[-1]
         and (w_method == "gather" or (w_method is None and in_sizes[-1] > _MATMUL_MAX_IN))
@@ -455,4 +494,6 @@ def _resample(
         y = y.permute(0, 3, 1, 2)
     if y.dtype != orig:
         y = y.to(orig)
+    if y.numel() == 0:  # contiguous() keeps an empty tensor's strides as they are
+        return y.clone(memory_format=fmt)
     return y.contiguous(memory_format=fmt)

@@ -15,12 +15,6 @@ from .bilinear import _output_size_and_scales, _resample, _Scale, _Size
 
 __all__ = ["interpolate", "upsample", "upsample_bilinear", "upsample_nearest"]
 
-_ANTIALIAS_MSG = (
-    "candle_port.runtime.interpolate: antialias=True is not implemented (candle has no "
-    "differentiable antialiased resize either); use antialias=False, or resize the data "
-    "outside the trained graph with torch.nn.functional.interpolate"
-)
-
 
 def interpolate(
     input: torch.Tensor,
@@ -36,8 +30,9 @@ def interpolate(
     Same signature, output and gradient as ``torch.nn.functional.interpolate`` (to float
     rounding; see :func:`candle_port.runtime.upsample_bilinear2d` for the formula and
     tolerances). Other modes and ranks call torch directly with the same arguments, so they
-    keep torch's behaviour and errors. ``antialias=True`` with bilinear raises
-    ``NotImplementedError``.
+    keep torch's behaviour and errors. ``antialias=True`` with bilinear is the antialiased
+    resize of ``_upsample_bilinear2d_aa`` (float32 / float64; ATen raises for half types, and
+    so does this), built from two dense matrix products.
     """
     ours = (mode == "bilinear" and input.dim() == 4) or (
         mode == "linear" and input.dim() == 3 and not antialias  # torch raises for that one
@@ -46,9 +41,6 @@ def interpolate(
         return F.interpolate(
             input, size, scale_factor, mode, align_corners, recompute_scale_factor, antialias
         )
-    if antialias:
-        _output_size_and_scales(input, size, scale_factor, recompute_scale_factor, 2)  # same errors first
-        raise NotImplementedError(_ANTIALIAS_MSG)
     return _resample(
         input,
         size,
@@ -57,6 +49,7 @@ def interpolate(
         recompute_scale_factor,
         input.dim() - 2,
         None,
+        antialias,
     )
 
 
