@@ -13,7 +13,7 @@ from candle_port.config import Config
 from candle_port.discovery import discover
 from candle_port.findings import FileError, FileResult, Finding
 from candle_port.prefilter import may_hold_sites
-from candle_port.sources import SourceError, decode_source
+from candle_port.sources import SourceError, load_source
 
 # Below this many files one process is faster than starting workers.
 PARALLEL_THRESHOLD = 48
@@ -37,13 +37,7 @@ class CheckReport:
 def check_file(path: str, config: Config, cache: ResultCache | None = None) -> FileResult:
     """Read, decode and check one file; any failure becomes the result's error."""
     try:
-        data = Path(path).read_bytes()
-    except IsADirectoryError:
-        return FileResult(path, error=FileError(path, "is a directory"))
-    except OSError as exc:
-        return FileResult(path, error=FileError(path, exc.strerror or str(exc)))
-    try:
-        source = decode_source(data)
+        data, source = load_source(path)
     except SourceError as exc:
         return FileResult(path, error=FileError(path, str(exc)))
     if not may_hold_sites(source.text):

@@ -55,14 +55,15 @@ def decode_source(data: bytes) -> SourceText:
     return SourceText(text, "utf-8" if encoding == "utf-8-sig" else encoding, bom)
 
 
-def read_source(path: Path) -> SourceText:
+def load_source(path: Path | str) -> tuple[bytes, SourceText]:
+    """The raw bytes of a file and its decoded text, or SourceError with a one-line reason."""
     try:
-        data = path.read_bytes()
+        data = Path(path).read_bytes()
     except IsADirectoryError:
         raise SourceError("is a directory") from None
     except OSError as exc:
         raise SourceError(exc.strerror or str(exc)) from None
-    return decode_source(data)
+    return data, decode_source(data)
 
 
 def write_atomically(path: Path, data: bytes) -> None:

@@ -19,7 +19,7 @@ from candle_port.findings import FileError
 from candle_port.prefilter import may_hold_sites
 from candle_port.rewriters.eligibility import NEAREST, STRATEGIES
 from candle_port.rewriters.fixer import FixError, FixResult
-from candle_port.sources import SourceError, decode_source, write_atomically
+from candle_port.sources import SourceError, load_source, write_atomically
 
 PARALLEL_THRESHOLD = 48
 
@@ -67,13 +67,7 @@ def unified_diff(result: FixResult) -> str:
 def fix_file(path: str, strategy: str, config: Config, write: bool, vendored_module: str | None) -> FixResult | FileError:
     """Fix one file; write it back (atomically) when `write` and something changed."""
     try:
-        data = Path(path).read_bytes()
-    except IsADirectoryError:
-        return FileError(path, "is a directory")
-    except OSError as exc:
-        return FileError(path, exc.strerror or str(exc))
-    try:
-        source = decode_source(data)
+        data, source = load_source(path)
     except SourceError as exc:
         return FileError(path, str(exc))
     if not may_hold_sites(source.text):
