@@ -70,7 +70,7 @@ def fix_command(
     settings = common.effective_config(config, paths, select, ignore)
     chosen = strategy.value if strategy is not None else settings.strategy
     write = not (diff or check)
-    from candle_port.rewriters.files import FixReport, fix_files, unified_diff
+    from candle_port.rewriters.files import fix_files, unified_diff
 
     if "-" in paths:
         if len(paths) > 1:
