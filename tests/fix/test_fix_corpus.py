@@ -1,9 +1,9 @@
 """port-fix --strategy runtime over a copy of the real corpus (../shared/corpus/fetch.sh).
 
 Asserts: every ground-truth site of kind call/partial marked `yes` or `dynamic` (grid_sample
-excluded) is rewritten, except those refused because they pass antialias=True (the runtime op has
-no antialiased bilinear, so a rewrite could not be exact); every rewritten file compiles; port-check
-reports no CP101/CP102 there except at the refused sites; a second run changes nothing; and the
+excluded) is rewritten, antialias=True sites included (the runtime reproduces torch's antialiased
+bilinear), and no such site is refused; every rewritten file compiles; port-check reports no
+CP101/CP102 there except at the refused sites; a second run changes nothing; and the
 rewritten packages still import (timm and segmentation_models_pytorch need torchvision, which is
 skipped with the reason when it is not importable).
 
@@ -27,7 +27,7 @@ ROOT = Path(__file__).resolve().parents[2]
 TRUTH = ROOT.parent / "shared" / "corpus" / "truth"
 CORPUS = Path(os.environ.get("CANDLE_PORT_CORPUS") or ROOT / ".corpus")
 PACKAGES = ("timm", "diffusers", "kornia", "segmentation_models_pytorch")
-ANTIALIAS_REASON = "antialias=True"
+ANTIALIAS_NOTE = "antialias=`True`"  # ground-truth note of the antialiased calls
 
 pytestmark = [pytest.mark.corpus, pytest.mark.slow]
 
@@ -74,17 +74,15 @@ def test_every_truth_site_is_rewritten(fixed_corpus):
     refused = {(r["path"], r["line"]): r["reason"] for r in report["refused"]}
     rows = _truth_rows()
     assert len(rows) > 100
-    missing, antialias = [], []
-    for row in rows:
-        key = (f"{row['package']}/{row['path']}", row["line"])
-        if key in fixed:
-            continue
-        if ANTIALIAS_REASON in refused.get(key, ""):
-            antialias.append(key)
-            continue
-        missing.append((key, row["api"], row["mode"]))
+    def key(row):
+        return (f"{row['package']}/{row['path']}", row["line"])
+
+    missing = [(key(row), row["api"], row["mode"], refused.get(key(row))) for row in rows if key(row) not in fixed]
     assert not missing
-    assert len(antialias) <= 5, antialias  # the corpus's antialias=True bilinear calls
+    assert not [k for k in map(key, rows) if k in refused]  # no yes/dynamic site is refused
+    antialias = {key(row) for row in rows if ANTIALIAS_NOTE in row["notes"]}
+    assert len(antialias) == 5, antialias  # refused before the runtime had antialias, now rewritten
+    assert antialias <= fixed
     assert report["errors"] == []
 
 

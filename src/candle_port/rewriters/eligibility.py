@@ -35,9 +35,7 @@ def refusal(strategy: str, site: Site) -> str | None:
     if site.api.family != "interpolate":
         return f"{site.api.name} has no equivalent in candle; rewrite it by hand"
     if strategy == RUNTIME:
-        if site.value("antialias").single is True:
-            return "antialias=True is not supported by the runtime op"
-        return None
+        return None  # the drop-in is exact for every mode and antialias value
     if site.kind == "partial":
         return f"the {strategy} strategy does not rewrite functools.partial sites; use --strategy runtime"
     if site.kind == "subclass":
