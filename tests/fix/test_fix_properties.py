@@ -82,9 +82,8 @@ def _corpus_files() -> list[Path]:
 
 @pytest.mark.corpus
 @pytest.mark.parametrize("strategy", STRATEGIES)
-def test_corpus_files(strategy):
+def test_corpus_files(strategy, corpus_dir):
     files = _corpus_files()
-    if not files:
-        pytest.skip(f"corpus not found at {CORPUS}")
+    assert files, f"no corpus files under {CORPUS}"
     for path in files:
         _check(path.read_text(encoding="utf-8"), strategy)
