@@ -30,6 +30,10 @@ _Scale = Union[float, Sequence[float], None]
 #   (index_select of the windows, then one batched GEMM), so the work per output is L, not in.
 _MATMUL_MAX_IN = 128
 _BAND_BLOCK = 32
+# A non-last axis with at least this many elements after it is resampled by a left-multiply
+# (bmm with A broadcast over the batch); shorter rows (a channels_last W axis with few channels)
+# move the axis last instead.
+_LEFT_MUL_MIN_REST = 32
 
 
 # ---------------------------------------------------------------------------------------------
@@ -207,6 +211,17 @@ def _resample_axis(
         # torch.matmul with a 4-D operand would broadcast A over the batch and run a batched GEMM
         # whose backward was measured 5-20x slower.
         a = _get_dense_aa(*key) if method == "aa" else _get_dense(*key)
+        rest = math.prod(x.shape[dim + 1 :])
+        if not last and rest >= _LEFT_MUL_MIN_REST:
+            # A left-multiply on the (batch, in, rest) view: no copy to move the axis last, and
+            # backward is the same product with A^T. One 2-D mm when there is no batch.
+            lead = x.shape[:dim]
+            batch = math.prod(lead)
+            if batch == 1:
+                y = torch.mm(a, x.reshape(in_size, rest))
+            else:
+                y = torch.bmm(a.expand(batch, out_size, in_size), x.reshape(batch, in_size, rest))
+            return y.reshape(lead + (out_size,) + x.shape[dim + 1 :])
         xt = x if last else x.transpose(dim, -1)
         lead = xt.shape[:-1]
         y = torch.mm(xt.reshape(-1, in_size), a.t()).reshape(lead + (out_size,))
@@ -357,11 +372,12 @@ def upsample_bilinear2d(
     results agree with ATen to a few ulps, not bitwise (ATen fuses the multiply-adds of the
     interpolation itself).
 
-    **Composition.** W is resampled first, then H; an axis whose size does not change is
-    skipped. Per axis, by input length (measured, see ``bench/runtime_speed.py``):
+    **Composition.** W is resampled first, then H (channels_last: H first); an axis whose size
+    does not change is skipped. Per axis, by input length (measured, see ``bench/runtime_speed.py``):
 
     * ``in <= 128``: one GEMM with the dense (out, in) interpolation matrix ``A``
-      (``A[j, i0[j]] = w0[j]``, ``A[j, i1[j]] += w1[j]``): ``x @ A^T`` for W, ``A @ x`` for H.
+      (``A[j, i0[j]] = w0[j]``, ``A[j, i1[j]] += w1[j]``): ``x @ A^T`` for W (2-D mm), ``A @ x``
+      for H (bmm with ``A`` broadcast over N*C, on the (N*C, H, W_out) view: no copy).
     * longer last (W) axis: ``w0 * gather(x, -1, i0) + w1 * gather(x, -1, i1)``.
     * longer other axis (H, or W of a channels_last input): the banded ``A`` cut into blocks of
       32 output rows, each reading a window of ``L`` consecutive input rows:
@@ -476,15 +492,12 @@ def _resample(
     else:
         dims = tuple(range(2, 2 + ndim))
     in_sizes = list(x.shape[2:])
-    # Order (measured): when the last axis is gathered, do it first, on the smaller tensor
-    # (gather is the costliest op per element); otherwise H first, which keeps the copies that
-    # move an axis last for its GEMM small.
-    w_gathers = antialias or (
-        not channels_last
-        and in_sizes[-1] != out[-1]
-        and (w_method == "gather" or (w_method is None and in_sizes[-1] > _MATMUL_MAX_IN))
-    )
-    for k in reversed(range(ndim)) if w_gathers else range(ndim):
+    # Order (measured): NCHW input resamples W first, in place (one mm, or gather for a long W),
+    # then H as a left-multiply (or banded GEMM) on that contiguous result, with no copy to move
+    # an axis; antialias does W first as ATen. channels_last keeps H first (its W axis moves whole
+    # C-vectors and is cheapest on the smaller tensor).
+    w_first = antialias or not channels_last
+    for k in reversed(range(ndim)) if w_first else range(ndim):
         if in_sizes[k] == out[k]:
             continue
         method = w_method if k == ndim - 1 else h_method
