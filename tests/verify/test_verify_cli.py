@@ -147,3 +147,18 @@ def test_importing_the_command_does_not_import_torch():
     code = "import sys, candle_port.cli.verify, candle_port.verify.runner; print('torch' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"
+
+
+def test_eval_seed_threads_and_tolerance_options_are_applied():
+    result, data = run_json(
+        f"{FIXTURES}/unet_bilinear.py:SmallUNet", "--input-shape", "1,3,16,16",
+        "--eval", "--seed", "3", "--threads", "1", "--rtol", "0", "--atol", "1e-3",
+    )
+    assert result.exit_code == 0, result.output
+    assert (data["mode"], data["seed"]) == ("eval", 3)
+    assert (data["tolerance"]["rtol"], data["tolerance"]["atol"]) == (0.0, 1e-3)
+    # An absolute tolerance of zero with no relative one fails on float32 rounding noise.
+    strict, strict_data = run_json(
+        f"{FIXTURES}/unet_bilinear.py:SmallUNet", "--input-shape", "1,3,16,16", "--rtol", "0", "--atol", "0",
+    )
+    assert strict.exit_code == (0 if strict_data["max_diffs"]["grad_max_abs"] == 0 else 1)

@@ -2,7 +2,7 @@
 
 Each model upsamples bilinearly; the runtime strategy must pass: outputs and every gradient
 within tolerance, and nothing left without a candle backward. Needs the corpus packages' pure
-Python dependencies (see docs/verify.md); skips only when the corpus cannot be fetched (and fails instead in CI).
+Python dependencies (see the README, "Verify"); skips only when the corpus cannot be fetched (and fails instead in CI).
 """
 
 import json
