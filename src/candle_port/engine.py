@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import os
-from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
@@ -12,12 +10,9 @@ from candle_port.cache import ResultCache
 from candle_port.config import Config
 from candle_port.discovery import discover
 from candle_port.findings import FileError, FileResult, Finding
+from candle_port.parallel import map_files
 from candle_port.prefilter import may_hold_sites
 from candle_port.sources import SourceError, load_source
-
-# Below this many files one process is faster than starting workers.
-PARALLEL_THRESHOLD = 48
-
 
 @dataclass
 class CheckReport:
@@ -68,23 +63,7 @@ def check_files(
     jobs: int | None = None,
     progress: Callable[[int], None] | None = None,
 ) -> list[FileResult]:
-    jobs = jobs or os.cpu_count() or 1
-    if jobs <= 1 or len(files) < PARALLEL_THRESHOLD:
-        results = []
-        for path in files:
-            results.append(_check_chunk(([path], config, cache_dir))[0])
-            if progress:
-                progress(1)
-        return results
-    size = max(8, len(files) // (jobs * 8))
-    chunks = [files[i : i + size] for i in range(0, len(files), size)]
-    results: list[FileResult] = []
-    with ProcessPoolExecutor(max_workers=jobs) as pool:
-        for chunk_results in pool.map(_check_chunk, [(c, config, cache_dir) for c in chunks]):
-            results.extend(chunk_results)
-            if progress:
-                progress(len(chunk_results))
-    return results
+    return map_files(_check_chunk, files, (config, cache_dir), jobs, progress)
 
 
 def check_paths(

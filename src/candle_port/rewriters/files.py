@@ -9,20 +9,17 @@ from __future__ import annotations
 
 import difflib
 import os
-from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from candle_port.config import Config
 from candle_port.discovery import discover
 from candle_port.findings import FileError
+from candle_port.parallel import map_files
 from candle_port.prefilter import may_hold_sites
 from candle_port.rewriters.eligibility import NEAREST, STRATEGIES
 from candle_port.rewriters.fixer import FixError, FixResult
 from candle_port.sources import SourceError, load_source, write_atomically
-
-PARALLEL_THRESHOLD = 48
-
 
 @dataclass
 class FixReport:
@@ -124,16 +121,7 @@ def fix_files(
     if vendor is not None:
         vendored_file = (Path(vendor) / "candle_port_runtime.py").resolve()
         files = [f for f in files if Path(f).resolve() != vendored_file]
-    jobs = jobs or os.cpu_count() or 1
-    if jobs <= 1 or len(files) < PARALLEL_THRESHOLD:
-        outcomes = _fix_chunk((files, strategy, config, write, vendored_module))
-    else:
-        size = max(8, len(files) // (jobs * 8))
-        chunks = [files[i : i + size] for i in range(0, len(files), size)]
-        outcomes = []
-        with ProcessPoolExecutor(max_workers=jobs) as pool:
-            for chunk in pool.map(_fix_chunk, [(c, strategy, config, write, vendored_module) for c in chunks]):
-                outcomes.extend(chunk)
+    outcomes = map_files(_fix_chunk, files, (strategy, config, write, vendored_module), jobs)
     for outcome in outcomes:
         report.files_seen += 1
         if isinstance(outcome, FileError):
