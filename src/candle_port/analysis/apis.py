@@ -1,7 +1,8 @@
 """The PyTorch APIs candle-port knows: qualified names, signatures and defaults.
 
-Signatures matter because mode can be passed by position: it is the 4th positional argument of
-`F.interpolate` and the 3rd of `nn.Upsample`.
+Signatures matter because arguments can be passed by position: mode is the 4th positional
+argument of `F.interpolate` and the 3rd of `nn.Upsample`; ceil_mode is the 6th of `F.max_pool2d`
+but the 6th of `nn.MaxPool2d` is return_indices.
 """
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ from dataclasses import dataclass, field
 
 @dataclass(frozen=True)
 class Api:
-    """One upsampling/sampling API: its short name, positional parameters and fixed settings."""
+    """One API a rule looks at: its short name, positional parameters and fixed settings."""
 
     name: str
     params: tuple[str, ...]
@@ -20,11 +21,10 @@ class Api:
     implied: dict = field(default_factory=dict, hash=False, compare=False)
     accepts_mode: bool = True
     is_module: bool = False
-
-    @property
-    def family(self) -> str:
-        """`interpolate` for every resize API, `grid_sample` for the sampling ones."""
-        return "grid_sample" if self.name in ("grid_sample", "affine_grid") else "interpolate"
+    # `interpolate` (every resize API), `grid_sample`, `pool`, `conv_transpose` or `adaptive_pool`.
+    family: str = "interpolate"
+    # Defaults of this API's own parameters, over the shared ones in sites.py.
+    defaults: dict = field(default_factory=dict, hash=False, compare=False)
 
 
 _INTERPOLATE_PARAMS = (
@@ -64,8 +64,104 @@ UPSAMPLING_BILINEAR_2D = Api(
 UPSAMPLING_NEAREST_2D = Api(
     "UpsamplingNearest2d", ("size", "scale_factor"), "nearest", accepts_mode=False, is_module=True
 )
-GRID_SAMPLE = Api("grid_sample", ("input", "grid", "mode", "padding_mode", "align_corners"), "bilinear")
-AFFINE_GRID = Api("affine_grid", ("theta", "size", "align_corners"), "bilinear", accepts_mode=False)
+GRID_SAMPLE = Api(
+    "grid_sample", ("input", "grid", "mode", "padding_mode", "align_corners"), "bilinear", family="grid_sample"
+)
+AFFINE_GRID = Api(
+    "affine_grid", ("theta", "size", "align_corners"), "bilinear", accepts_mode=False, family="grid_sample"
+)
+
+# Pooling, transposed convolution and adaptive pooling (../shared/candle-ops.md, 3.2 and 3.3).
+# They have no mode; `dims` in the name (1d/2d) is what the rules normalise tuples to.
+_POOL_DEFAULTS = {
+    "stride": None,
+    "padding": 0,
+    "dilation": 1,
+    "ceil_mode": False,
+    "return_indices": False,
+    "count_include_pad": True,
+    "divisor_override": None,
+}
+_CONV_T_DEFAULTS = {"stride": 1, "padding": 0, "output_padding": 0, "groups": 1, "dilation": 1, "bias": True}
+
+
+def _pool(name: str, params: tuple[str, ...], is_module: bool) -> Api:
+    return Api(name, params, "", accepts_mode=False, is_module=is_module, family="pool", defaults=_POOL_DEFAULTS)
+
+
+def _conv_t(name: str, params: tuple[str, ...], is_module: bool) -> Api:
+    return Api(
+        name, params, "", accepts_mode=False, is_module=is_module, family="conv_transpose", defaults=_CONV_T_DEFAULTS
+    )
+
+
+def _adaptive(name: str, params: tuple[str, ...], is_module: bool) -> Api:
+    return Api(
+        name,
+        params,
+        "",
+        accepts_mode=False,
+        is_module=is_module,
+        family="adaptive_pool",
+        defaults={"return_indices": False},
+    )
+
+
+_MAX_POOL_MODULE = ("kernel_size", "stride", "padding", "dilation", "return_indices", "ceil_mode")
+_MAX_POOL_F = ("input", "kernel_size", "stride", "padding", "dilation", "ceil_mode", "return_indices")
+_AVG_POOL_MODULE = ("kernel_size", "stride", "padding", "ceil_mode", "count_include_pad", "divisor_override")
+_AVG_POOL_F = ("input",) + _AVG_POOL_MODULE
+_CONV_T_MODULE = (
+    "in_channels",
+    "out_channels",
+    "kernel_size",
+    "stride",
+    "padding",
+    "output_padding",
+    "groups",
+    "bias",
+    "dilation",
+    "padding_mode",
+)
+_CONV_T_F = ("input", "weight", "bias", "stride", "padding", "output_padding", "groups", "dilation")
+
+POOL_MODULES = {
+    "MaxPool1d": _pool("MaxPool1d", _MAX_POOL_MODULE, True),
+    "MaxPool2d": _pool("MaxPool2d", _MAX_POOL_MODULE, True),
+    "AvgPool1d": _pool("AvgPool1d", _AVG_POOL_MODULE[:5], True),
+    "AvgPool2d": _pool("AvgPool2d", _AVG_POOL_MODULE, True),
+}
+POOL_FUNCTIONS = {
+    "max_pool1d": _pool("max_pool1d", _MAX_POOL_F, False),
+    "max_pool2d": _pool("max_pool2d", _MAX_POOL_F, False),
+    "max_pool1d_with_indices": _pool("max_pool1d_with_indices", _MAX_POOL_F, False),
+    "max_pool2d_with_indices": _pool("max_pool2d_with_indices", _MAX_POOL_F, False),
+    "avg_pool1d": _pool("avg_pool1d", _AVG_POOL_F[:6], False),
+    "avg_pool2d": _pool("avg_pool2d", _AVG_POOL_F, False),
+}
+CONV_TRANSPOSE_MODULES = {
+    "ConvTranspose1d": _conv_t("ConvTranspose1d", _CONV_T_MODULE, True),
+    "ConvTranspose2d": _conv_t("ConvTranspose2d", _CONV_T_MODULE, True),
+}
+CONV_TRANSPOSE_FUNCTIONS = {
+    "conv_transpose1d": _conv_t("conv_transpose1d", _CONV_T_F, False),
+    "conv_transpose2d": _conv_t("conv_transpose2d", _CONV_T_F, False),
+}
+ADAPTIVE_MODULES = {
+    name: _adaptive(name, ("output_size", "return_indices") if "Max" in name else ("output_size",), True)
+    for name in ("AdaptiveAvgPool1d", "AdaptiveAvgPool2d", "AdaptiveMaxPool1d", "AdaptiveMaxPool2d")
+}
+ADAPTIVE_FUNCTIONS = {
+    name: _adaptive(name, ("input", "output_size", "return_indices") if "max" in name else ("input", "output_size"), False)
+    for name in (
+        "adaptive_avg_pool1d",
+        "adaptive_avg_pool2d",
+        "adaptive_max_pool1d",
+        "adaptive_max_pool2d",
+        "adaptive_max_pool1d_with_indices",
+        "adaptive_max_pool2d_with_indices",
+    )
+}
 
 _F = "torch.nn.functional"
 APIS_BY_QUALIFIED_NAME: dict[str, Api] = {
@@ -80,10 +176,36 @@ for _module in ("torch.nn", "torch.nn.modules", "torch.nn.modules.upsampling"):
     APIS_BY_QUALIFIED_NAME[f"{_module}.Upsample"] = UPSAMPLE_MODULE
     APIS_BY_QUALIFIED_NAME[f"{_module}.UpsamplingBilinear2d"] = UPSAMPLING_BILINEAR_2D
     APIS_BY_QUALIFIED_NAME[f"{_module}.UpsamplingNearest2d"] = UPSAMPLING_NEAREST_2D
+for _modules, _apis in (
+    (("torch.nn", "torch.nn.modules", "torch.nn.modules.pooling"), {**POOL_MODULES, **ADAPTIVE_MODULES}),
+    (("torch.nn", "torch.nn.modules", "torch.nn.modules.conv"), CONV_TRANSPOSE_MODULES),
+    ((_F,), {**POOL_FUNCTIONS, **CONV_TRANSPOSE_FUNCTIONS, **ADAPTIVE_FUNCTIONS}),
+):
+    for _module in _modules:
+        for _name, _api in _apis.items():
+            APIS_BY_QUALIFIED_NAME[f"{_module}.{_name}"] = _api
+# torch.* has these too, with the functional signature (torch.max_pool2d's stride defaults to []).
+for _name in ("max_pool1d", "max_pool2d", "avg_pool1d", "conv_transpose1d", "conv_transpose2d"):
+    APIS_BY_QUALIFIED_NAME[f"torch.{_name}"] = {**POOL_FUNCTIONS, **CONV_TRANSPOSE_FUNCTIONS}[_name]
+for _name in ("adaptive_avg_pool1d", "adaptive_max_pool1d"):
+    APIS_BY_QUALIFIED_NAME[f"torch.{_name}"] = ADAPTIVE_FUNCTIONS[_name]
 
 # A file that holds none of these substrings cannot hold a site: every site needs an API name
 # written somewhere in the file (a call, an import or a base class). See prefilter.py.
-API_NAME_FRAGMENTS = ("interpolate", "upsample", "Upsampl", "grid_sample", "affine_grid")
+# "max_pool"/"avg_pool" also cover adaptive_*_pool*, "MaxPool"/"AvgPool" also Adaptive*Pool*.
+API_NAME_FRAGMENTS = (
+    "interpolate",
+    "upsample",
+    "Upsampl",
+    "grid_sample",
+    "affine_grid",
+    "max_pool",
+    "avg_pool",
+    "MaxPool",
+    "AvgPool",
+    "ConvTranspose",
+    "conv_transpose",
+)
 
 PARTIAL_QUALIFIED_NAMES = frozenset({"functools.partial"})
 

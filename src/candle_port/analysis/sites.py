@@ -1,7 +1,8 @@
-"""Find the call sites of upsampling and sampling APIs in a module, with their arguments bound.
+"""Find the call sites of the APIs in apis.py in a module, with their arguments bound.
 
 A site is a call that resolves to one of the APIs in apis.py under any import form, a
-`functools.partial` of one, or the construction of a local subclass of `nn.Upsample`. Rules
+`functools.partial` of one, or the construction of a local subclass of one of its modules
+(`nn.Upsample`, `nn.MaxPool2d`, ...). Rules
 (rules/) decide what is wrong with a site; rewriters (rewriters/) change it.
 """
 
@@ -44,14 +45,18 @@ class Site:
         """The static value of parameter `name` at this site (bound, implied or default)."""
         if name in self.api.implied:
             return omitted(self.api.implied[name])
+        own_init = self.subclass is not None and self.subclass.defines_init
+        if own_init and self.api.family not in ("interpolate", "grid_sample"):
+            # A pooling/conv subclass with its own __init__: its arguments are not the API's.
+            return Value(False, (), source=f"{self.subclass.node.name.value}.__init__")
         arg = self.arguments.get(name)
         if arg is not None:
             return evaluate(arg.value)
-        if name == "mode" and self.subclass is not None and self.subclass.defines_init:
+        if name == "mode" and own_init:
             return Value(False, (), source=f"{self.subclass.node.name.value}.__init__")
         if self.star_kwargs or (self.star_args and name in self.api.params):
             return Value(False, (), source="*args/**kwargs")
-        default = self.api.default_mode if name == "mode" else _DEFAULTS.get(name)
+        default = self.api.default_mode if name == "mode" else self.api.defaults.get(name, _DEFAULTS.get(name))
         return omitted(default)
 
     @property

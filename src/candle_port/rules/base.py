@@ -39,10 +39,19 @@ class Rule:
 
 
 def describe_call(site: Site) -> str:
-    """How the user wrote the API, for messages: `nn.Upsample`, `F.interpolate`, ..."""
+    """How the user wrote the API, for messages: `nn.Upsample`, `F.interpolate`, `torch.max_pool2d`, ..."""
     prefix = "functools.partial of " if site.kind == "partial" else ""
     shown = site.api.name
-    if site.kind == "subclass" and site.subclass is not None:
+    if site.api.family not in ("interpolate", "grid_sample"):
+        if site.api.is_module:
+            shown = f"nn.{site.api.name}"
+            if site.kind == "subclass" and site.subclass is not None:
+                shown = f"{site.subclass.node.name.value} (a subclass of {shown})"
+        elif site.qualified_name.startswith("torch.nn.functional."):
+            shown = f"F.{site.api.name}"
+        else:
+            shown = site.qualified_name
+    elif site.kind == "subclass" and site.subclass is not None:
         shown = f"{site.subclass.node.name.value} (a subclass of nn.Upsample)"
     elif site.api.family == "grid_sample" or not site.api.is_module:
         shown = f"F.{site.api.name}"

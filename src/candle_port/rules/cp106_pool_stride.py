@@ -1,0 +1,114 @@
+"""CP106: max/avg pooling that candle's backward rejects (kernel != stride, padding, dilation, ceil_mode)."""
+
+from __future__ import annotations
+
+from candle_port.analysis.sites import Site
+from candle_port.analysis.values import Value
+from candle_port.rules.base import Hit, Rule, describe_call
+
+
+def literal(value: Value) -> tuple[bool, object]:
+    """(True, v) when literals prove the argument is the single value v."""
+    if value.known and len(value.candidates) == 1:
+        return True, value.candidates[0]
+    return False, None
+
+
+def int_tuple(value, dims: int) -> tuple[int, ...] | None:
+    """An int or a tuple/list of `dims` ints as a `dims`-tuple; None for anything else."""
+    values = list(value) if isinstance(value, (tuple, list)) else [value] * dims
+    if len(values) != dims or any(isinstance(v, bool) or not isinstance(v, int) for v in values):
+        return None
+    return tuple(values)
+
+
+def dims_of(site: Site) -> int:
+    return 1 if "1d" in site.api.name.lower() else 2
+
+
+def is_max_pool(site: Site) -> bool:
+    return site.api.family == "pool" and site.api.name.lower().startswith("max")
+
+
+def shown(site: Site, name: str) -> str:
+    value = site.value(name)
+    return f"{name}={value.source.strip() if not value.omitted else repr(value.candidates[0])}"
+
+
+def pool_problems(site: Site) -> tuple[bool, list[str]]:
+    """(kernel != stride proven, the settings candle's pooling lacks), from literals only."""
+    dims = dims_of(site)
+    known_stride, stride = literal(site.value("stride"))
+    known_kernel, kernel = literal(site.value("kernel_size"))
+    stride_differs = False
+    if known_stride and known_kernel and stride not in (None, [], ()):
+        strides, kernels = int_tuple(stride, dims), int_tuple(kernel, dims)
+        stride_differs = strides is not None and kernels is not None and strides != kernels
+    missing: list[str] = []
+    for name, neutral in (("padding", 0), ("dilation", 1)):
+        if name not in site.api.params:
+            continue
+        known, value = literal(site.value(name))
+        values = int_tuple(value, dims) if known else None
+        if values is not None and any(v != neutral for v in values):
+            missing.append(shown(site, name))
+    known, ceil_mode = literal(site.value("ceil_mode"))
+    if known and ceil_mode is True:
+        missing.append("ceil_mode=True")
+    return stride_differs, missing
+
+
+class PoolStride(Rule):
+    """Max/avg pooling whose candle backward bails, or that candle cannot express.
+
+    candle's MaxPool2D and AvgPool2D backward arms bail unless kernel_size == stride
+    ("backward not supported for maxpool2d if ksize (3, 3) != stride (2, 2)"), and candle's pooling
+    has no padding, dilation or ceil_mode (../shared/candle-ops.md, 2.1 rows AvgPool2D/MaxPool2D,
+    3.2, 7.2). 1-D pooling has no candle op and lowers to the 2-D one.
+    """
+
+    code = "CP106"
+    name = "pool-stride-padding"
+    summary = "max/avg pooling with stride != kernel_size, padding, dilation or ceil_mode: no candle backward"
+    why = (
+        "candle's pooling backward bails with 'backward not supported for maxpool2d (avgpool2d) if "
+        "ksize != stride', and candle's max_pool2d/avg_pool2d have no padding, dilation or ceil_mode"
+    )
+    source = "candle-core/src/backprop.rs:343-377 (../shared/candle-ops.md, sections 2.1 and 3.2)"
+    fix_hint = (
+        "use kernel_size == stride without padding (pad the input yourself first if needed), or build the "
+        "overlapping windows by hand from slices candle can differentiate"
+    )
+    VALID = (
+        "from torch import nn\nm = nn.MaxPool2d(2)\n",
+        "from torch import nn\nm = nn.AvgPool2d(kernel_size=2, stride=2, padding=0)\n",
+        "import torch.nn.functional as F\ny = F.avg_pool2d(x, 3, stride=s)\n",
+        "import torch.nn.functional as F\ny = F.max_pool2d(x, k, 2)\n",
+        "from torch import nn\nm = nn.MaxPool2d(2, 2, 0, 1, True)\n",
+        "def max_pool2d(x, k, s): return x\ny = max_pool2d(x, 3, 2)\n",
+    )
+    INVALID = (
+        "from torch import nn\nm = nn.MaxPool2d(kernel_size=3, stride=2, padding=1)\n",
+        "from torch import nn\nm = nn.MaxPool2d(3, 2)\n",
+        "import torch.nn.functional as F\ny = F.avg_pool2d(x, 2, 2, 1)\n",
+        "import torch.nn.functional as F\ny = F.max_pool2d(x, 2, None, 0, 1, True)\n",
+        "from torch.nn import AvgPool2d as P\nm = P(2, ceil_mode=True)\n",
+        "import torch\ny = torch.nn.functional.max_pool1d(x, 3, 1)\n",
+        "from torch import nn\nm = nn.MaxPool2d(2, dilation=2)\n",
+    )
+
+    def check(self, site: Site):
+        if site.api.family != "pool":
+            return
+        stride_differs, missing = pool_problems(site)
+        if not stride_differs and not missing:
+            return
+        op = "maxpool2d" if is_max_pool(site) else "avgpool2d"
+        arguments = [shown(site, "kernel_size"), shown(site, "stride")] if stride_differs else []
+        reasons = []
+        if stride_differs:
+            reasons.append(f"candle's backward bails ('backward not supported for {op} if ksize != stride')")
+        if missing:
+            settings = ", ".join(m.split("=")[0] for m in missing)
+            reasons.append(f"candle's {op.replace('pool', '_pool')} has no {settings}")
+        yield Hit(f"{describe_call(site)}({', '.join(arguments + missing)}): {'; '.join(reasons)}")

@@ -1,0 +1,66 @@
+"""CP107: max pooling, whose candle gradient is silently wrong even when kernel_size == stride."""
+
+from __future__ import annotations
+
+from candle_port.analysis.sites import Site
+from candle_port.findings import Severity
+from candle_port.rules.base import Hit, Rule, describe_call
+from candle_port.rules.cp106_pool_stride import dims_of, int_tuple, is_max_pool, literal, pool_problems
+
+
+class MaxPoolGradient(Rule):
+    """Max pooling that candle accepts but differentiates wrongly, with no error.
+
+    candle's MaxPool2D backward arm multiplies the gradient by the window's mean of the max mask
+    (`mask.avg_pool2d(k, s)`), so a window with one maximum gets grad/(kh*kw): 0.25x for 2x2
+    (../shared/candle-ops.md, 2.3 and 7.4). Sites that CP106 reports (stride != kernel_size,
+    padding, dilation, ceil_mode) are left to it.
+    """
+
+    code = "CP107"
+    name = "max-pool-wrong-gradient"
+    summary = "max pooling: candle's backward runs without error but scales the gradient by 1/(kh*kw)"
+    why = (
+        "candle's max_pool2d backward multiplies the gradient by the mean of each window's max mask "
+        "instead of routing it to the maximum: 0.25x for 2x2 pooling, silently"
+    )
+    source = "candle-core/src/backprop.rs:358-377 (../shared/candle-ops.md, sections 2.3 and 3.2)"
+    default_severity = Severity.WARNING
+    fix_hint = (
+        "compose the max from ops with a full backward: x.reshape(n, c, h // k, k, w // k, k) then max "
+        "over the two window axes (max_keepdim/max in candle)"
+    )
+    VALID = (
+        "from torch import nn\nm = nn.AvgPool2d(2)\n",
+        "from torch import nn\nm = nn.MaxPool2d(3, stride=2, padding=1)\n",
+        "from torch import nn\nm = nn.AdaptiveMaxPool2d(1)\n",
+        "import torch\ny = torch.amax(x, dim=(2, 3))\n",
+    )
+    INVALID = (
+        "from torch import nn\nm = nn.MaxPool2d(2)\n",
+        "from torch import nn\nm = nn.MaxPool2d(kernel_size=2, stride=2)\n",
+        "import torch.nn.functional as F\ny = F.max_pool2d(x, kernel_size=k)\n",
+        "import torch.nn.functional as F\ny = F.max_pool2d(x, 3, stride=s, padding=p)\n",
+        "from torch.nn import MaxPool1d\nm = MaxPool1d(2)\n",
+        "import torch\ny = torch.max_pool2d(x, 2)\n",
+    )
+
+    def check(self, site: Site):
+        if not is_max_pool(site):
+            return
+        stride_differs, missing = pool_problems(site)
+        if stride_differs or missing:
+            return  # CP106
+        known, kernel = literal(site.value("kernel_size"))
+        kernels = int_tuple(kernel, dims_of(site)) if known else None
+        if kernels is not None:
+            area = 1
+            for k in kernels:
+                area *= k
+            scale = f"1/{area} of the true gradient" if area > 1 else "the true gradient only for a 1-wide window"
+        else:
+            scale = "1/(kh*kw) of the true gradient"
+        yield Hit(
+            f"{describe_call(site)}: candle's max_pool2d backward is silently wrong (no error): "
+            f"the maximum gets {scale}"
+        )

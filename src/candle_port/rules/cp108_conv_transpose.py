@@ -1,0 +1,68 @@
+"""CP108: transposed convolutions that candle cannot train (1-D always; 2-D with groups or large output_padding)."""
+
+from __future__ import annotations
+
+from candle_port.analysis.sites import Site
+from candle_port.rules.base import Hit, Rule, describe_call
+from candle_port.rules.cp106_pool_stride import int_tuple, literal
+
+
+class ConvTranspose(Rule):
+    """Transposed convolutions with no candle backward or no candle forward.
+
+    conv_transpose1d's backward arm is `Err(BackwardNotSupported { op: "conv-transpose1d" })`
+    (backprop.rs:314-316); candle's conv_transpose2d has no groups (candle-nn `// TODO: support
+    groups.`) and its backward ignores output_padding, so the input gradient's shape is right only
+    while output_padding < stride (../shared/candle-ops.md, 2.1 rows ConvTranspose1D/2D, 3.3, 7.2).
+    """
+
+    code = "CP108"
+    name = "conv-transpose"
+    summary = "conv_transpose1d (no backward), conv_transpose2d with groups != 1 or output_padding >= stride"
+    why = (
+        "candle bails with 'backward is not supported for conv-transpose1d'; its conv_transpose2d has no "
+        "groups argument, and its backward ignores output_padding (gradient shape wrong unless < stride)"
+    )
+    source = "candle-core/src/backprop.rs:314-342 (../shared/candle-ops.md, sections 2.1 and 3.3)"
+    fix_hint = (
+        "1-D: unsqueeze to 2-D and use conv_transpose2d with a (1, k) kernel; groups: split the channels "
+        "and run one conv_transpose2d per group, then cat; keep output_padding < stride"
+    )
+    VALID = (
+        "from torch import nn\nm = nn.ConvTranspose2d(64, 32, 2, stride=2)\n",
+        "from torch import nn\nm = nn.ConvTranspose2d(64, 32, 3, 2, 1, 1)\n",
+        "import torch.nn.functional as F\ny = F.conv_transpose2d(x, w, None, 2, 1, 1, 1)\n",
+        "from torch import nn\nm = nn.ConvTranspose2d(c, c, 4, 2, 1, groups=g)\n",
+        "from torch import nn\nm = nn.Conv1d(8, 8, 3)\n",
+    )
+    INVALID = (
+        "from torch import nn\nm = nn.ConvTranspose1d(8, 8, 4, stride=2)\n",
+        "import torch.nn.functional as F\ny = F.conv_transpose1d(x, w)\n",
+        "from torch import nn\nm = nn.ConvTranspose2d(64, 64, 4, 2, 1, groups=64)\n",
+        "from torch import nn\nm = nn.ConvTranspose2d(64, 64, 4, 2, 1, 0, 4)\n",
+        "import torch.nn.functional as F\ny = F.conv_transpose2d(x, w, None, 1, 0, 1, 1, 2)\n",
+        "from torch.nn import ConvTranspose2d as Up\nm = Up(8, 8, 3, stride=2, output_padding=(2, 0))\n",
+    )
+
+    def check(self, site: Site):
+        if site.api.family != "conv_transpose":
+            return
+        call = describe_call(site)
+        if "1d" in site.api.name:
+            yield Hit(f"{call}: candle has no backward for conv_transpose1d ('backward is not supported for conv-transpose1d')")
+            return
+        groups = site.value("groups")
+        known, value = literal(groups)
+        if known and isinstance(value, int) and not isinstance(value, bool) and value != 1:
+            yield Hit(f"{call}(groups={groups.source.strip()}): candle's conv_transpose2d has no groups (no forward)")
+        padding, stride = site.value("output_padding"), site.value("stride")
+        (known_pad, pad), (known_stride, step) = literal(padding), literal(stride)
+        pads = int_tuple(pad, 2) if known_pad else None
+        strides = int_tuple(step, 2) if known_stride else None
+        if pads is not None and strides is not None and any(p >= s for p, s in zip(pads, strides)):
+            stride_text = stride.source.strip() if not stride.omitted else "1"
+            yield Hit(
+                f"{call}(output_padding={padding.source.strip()}, stride={stride_text}): candle's "
+                "conv_transpose2d backward ignores output_padding; the input gradient's shape is wrong "
+                "unless output_padding < stride"
+            )
