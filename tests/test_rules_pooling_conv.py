@@ -116,6 +116,21 @@ def test_messages_name_the_values():
     assert "(7, 7)" in cp109.message
 
 
+def test_cp109_is_an_error_when_proven_and_a_warning_when_the_size_is_not_known():
+    [proven] = check_source(NN + "m = nn.AdaptiveAvgPool2d(7)\n")
+    [guessed] = check_source(F + "def pool(x, size=1):\n    return F.adaptive_avg_pool2d(x, size)\n")
+    assert proven.severity.value == "error"
+    assert guessed.severity.value == "warning" and "default 1" in guessed.message
+
+
+def test_configured_severity_overrides_the_per_site_one():
+    from candle_port.config import Config
+
+    config = Config(severity=(("CP109", "error"),))
+    [guessed] = check_source(F + "y = F.adaptive_avg_pool2d(x, size)\n", config=config)
+    assert guessed.severity.value == "error"
+
+
 def test_interpolation_rules_ignore_the_new_apis():
     source = NN + F + "a = nn.MaxPool2d(3, 2)\nb = nn.ConvTranspose1d(1, 1, 1)\nc = F.adaptive_avg_pool2d(x, m)\n"
     assert {f.code for f in check_source(source)} <= NEW_CODES

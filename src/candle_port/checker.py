@@ -52,7 +52,7 @@ def findings_for_scan(module: cst.Module, scan: Scan, text: str, path: str, conf
                         line=line,
                         column=column,
                         message=hit.message,
-                        severity=config.severity_of(rule.code, rule.default_severity),
+                        severity=config.severity_of(rule.code, hit.severity or rule.default_severity),
                         why=rule.why,
                         fixes=hit.fixes,
                         end_line=end_line,

@@ -41,6 +41,7 @@ def _report(result) -> str:
     lines = [f"fixed {f.code} {f.line}:{f.column} {f.api}" + (f" ({f.note})" if f.note else "") for f in result.fixed]
     lines += [f"refused {r.code} {r.line}:{r.column}: {r.reason}" for r in result.refused]
     lines += [f"skipped {s.code} {s.line}:{s.column}: {s.reason}" for s in result.skipped]
+    lines += [f"unfixable {u.code} {u.line}:{u.column}: {u.reason}" for u in result.unfixable]
     return "".join(line + "\n" for line in lines)
 
 

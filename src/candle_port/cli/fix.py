@@ -10,6 +10,7 @@ from __future__ import annotations
 import enum
 import json
 import sys
+from collections import Counter
 from pathlib import Path
 from typing import Annotated, Optional
 
@@ -140,6 +141,7 @@ def _summarize(report, strategy: str, output_format: SummaryFormat, quiet: bool,
             "fixed": [{"path": p, **vars(f)} for p, f in fixed],
             "refused": [{"path": p, **vars(f)} for p, f in refused],
             "skipped": [{"path": p, **vars(f)} for p, f in skipped],
+            "unfixable": [{"path": p, **vars(f)} for p, f in report.unfixable],
             "errors": [{"path": e.path, "reason": e.reason, "line": e.line} for e in report.errors],
             "files_changed": [r.path for r in report.changed],
             "vendored": report.vendored,
@@ -163,10 +165,17 @@ def _summarize(report, strategy: str, output_format: SummaryFormat, quiet: bool,
         err.print(f"wrote the vendored runtime to {escape(report.vendored)}", soft_wrap=True)
     verb = "fixed" if write else "would be fixed"
     files = len(report.changed)
+    per_code = Counter(f.code for _, f in report.unfixable)
+    unfixable = ""
+    if per_code:
+        counts = ", ".join(f"{code} {n}" for code, n in sorted(per_code.items()))
+        total = sum(per_code.values())
+        unfixable = f"; {total} site{'s' * (total != 1)} with no automatic fix ({counts}): see port-check"
     err.print(
         f"port-fix ({strategy}): {len(fixed)} site{'s' * (len(fixed) != 1)} {verb} in {files} file{'s' * (files != 1)}, "
         f"{len(refused)} refused, {len(skipped)} skipped"
         + (f", {len(report.errors)} file{'s' * (len(report.errors) != 1)} could not be processed" if report.errors else "")
+        + unfixable
         + ".",
         soft_wrap=True,
         markup=False,

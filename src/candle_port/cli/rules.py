@@ -24,7 +24,8 @@ def rules_command(
     rule = rules_by_code().get(code.upper())
     if rule is None:
         common.fail_usage(f"unknown rule code {code!r}; run `candle-port rules` for the list")
-    out.print(f"[bold]{rule.code}[/bold] {rule.name}  (default severity: {rule.default_severity.value})")
+    note = f"; {rule.severity_note}" if rule.severity_note else ""
+    out.print(f"[bold]{rule.code}[/bold] {rule.name}  (default severity: {rule.default_severity.value}{note})")
     out.print(f"\n{escape(rule.summary)}")
     out.print(f"\n[bold]Why[/bold]: {escape(rule.why)}.\n[bold]Source[/bold]: {escape(rule.source)}")
     if rule.fix_hint:

@@ -49,6 +49,10 @@ class FixReport:
     def skipped(self):
         return [(r.path, f) for r in self.results for f in r.skipped]
 
+    @property
+    def unfixable(self):
+        return [(r.path, f) for r in self.results for f in r.unfixable]
+
 
 def unified_diff(result: FixResult) -> str:
     return "".join(

@@ -2,7 +2,9 @@
 
 Which sites: those with an unsuppressed, enabled finding (port-check's own rules, suppression
 comments and config) whose code the strategy considers. Each is either fixed, refused (with
-eligibility.refusal's reason), or, when its finding is suppressed or disabled, skipped.
+eligibility.refusal's reason), or, when its finding is suppressed or disabled, skipped. Every
+other finding (CP103-CP109: no strategy rewrites them) is listed as unfixable, with the rule's
+hint, so the summary accounts for every site port-check reports.
 
 The result is verified before it is returned: it must parse (libcst and Python's compiler), and
 re-checking it must report no fixed code except at the refused and skipped sites. Otherwise the
@@ -54,6 +56,16 @@ class Skipped:
     reason: str
 
 
+@dataclass(frozen=True)
+class Unfixable:
+    """A finding no strategy rewrites (e.g. grid_sample, pooling): left for the user, with a hint."""
+
+    code: str
+    line: int
+    column: int
+    reason: str
+
+
 @dataclass
 class FixResult:
     """What port-fix did to one source text. `text` is the original when nothing changed."""
@@ -65,6 +77,7 @@ class FixResult:
     fixed: list[Fixed] = field(default_factory=list)
     refused: list[Refused] = field(default_factory=list)
     skipped: list[Skipped] = field(default_factory=list)
+    unfixable: list[Unfixable] = field(default_factory=list)
     error: FileError | None = None
     import_added: str | None = None
 
@@ -108,7 +121,8 @@ def fix_text(
     if not scan.sites:
         return result
     considered = strategies.CONSIDERED_CODES
-    findings = [f for f in findings_for_scan(module, scan, text, path, config) if f.code in considered]
+    all_findings = findings_for_scan(module, scan, text, path, config)
+    findings = [f for f in all_findings if f.code in considered]
     positions = call_positions(module, text, scan.calls, [site.call for site in scan.sites])
     by_position: dict[tuple[int, int], list[str]] = {}
     for finding in findings:
@@ -138,6 +152,7 @@ def fix_text(
         result.fixed.append(
             Fixed(code, line, column, strategy, site.api.name, strategies.note_for(strategy, site))
         )
+    _list_unfixable(all_findings, result)
     if not planned:
         return result
 
@@ -150,6 +165,17 @@ def fix_text(
         return result
     result.text = new_text
     return result
+
+
+def _list_unfixable(findings, result: FixResult) -> None:
+    """Findings of codes no strategy considers, at sites not already fixed, refused or skipped."""
+    handled = {(e.line, e.column) for e in (*result.fixed, *result.refused, *result.skipped)}
+    hints = {rule.code: rule.fix_hint or rule.summary for rule in all_rules()}
+    for finding in findings:
+        if finding.code in strategies.CONSIDERED_CODES or (finding.line, finding.column) in handled:
+            continue
+        reason = f"no automatic fix; {hints[finding.code]}"
+        result.unfixable.append(Unfixable(finding.code, finding.line, finding.column, reason))
 
 
 def _rewrite(module: cst.Module, text: str, all_calls, planned, strategy: str, vendored_module, result: FixResult, fast: bool) -> str:
@@ -234,4 +260,4 @@ def _verify(new_text: str, path: str, config: Config, strategy: str, result: Fix
     return None
 
 
-__all__ = ["FixResult", "Fixed", "Refused", "Skipped", "FixError", "fix_text", "CONVTRANSPOSE", "NEAREST", "RUNTIME"]
+__all__ = ["FixResult", "Fixed", "Refused", "Skipped", "Unfixable", "FixError", "fix_text", "CONVTRANSPOSE", "NEAREST", "RUNTIME"]

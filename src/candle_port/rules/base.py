@@ -11,10 +11,13 @@ from candle_port.findings import Severity
 
 @dataclass(frozen=True)
 class Hit:
-    """A rule's verdict on one site: the message and the fix strategies that apply."""
+    """A rule's verdict on one site: the message, the fix strategies that apply, and a severity
+    when this site's differs from the rule's default (a guess about a value the checker cannot
+    see is a warning; the configured `severity` of the code still wins)."""
 
     message: str
     fixes: tuple[str, ...] = ()
+    severity: Severity | None = None
 
 
 class Rule:
@@ -30,6 +33,7 @@ class Rule:
     why: ClassVar[str]
     source: ClassVar[str]  # where in candle (../shared/candle-ops.md) the reason comes from
     default_severity: ClassVar[Severity] = Severity.ERROR
+    severity_note: ClassVar[str] = ""  # when some sites get another severity than the default
     fix_hint: ClassVar[str] = ""
     VALID: ClassVar[tuple[str, ...]] = ()
     INVALID: ClassVar[tuple[str, ...]] = ()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from candle_port.analysis.sites import Site
+from candle_port.findings import Severity
 from candle_port.rules.base import Hit, Rule, describe_call
 from candle_port.rules.cp106_pool_stride import dims_of, literal
 
@@ -17,7 +18,8 @@ class AdaptivePool(Rule):
 
     An output size of 1 is a mean or max over the spatial axes (`mean_keepdim`, `max_keepdim`),
     which candle differentiates, so it is left alone; any other size has no candle forward
-    (../shared/candle-ops.md, 3.2 and 7.2).
+    (../shared/candle-ops.md, 3.2 and 7.2). An output size the checker cannot see (a parameter,
+    often defaulting to 1 as in timm's and smp's pooling heads) is a warning, not an error.
     """
 
     code = "CP109"
@@ -25,6 +27,7 @@ class AdaptivePool(Rule):
     summary = "adaptive avg/max pooling to an output size other than 1: candle has no op"
     why = "candle has no adaptive_avg_pool or adaptive_max_pool op; only output size 1 maps to mean/max"
     source = "../shared/candle-ops.md, sections 3.2 and 7"
+    severity_note = "a warning when the output size is not known statically"
     fix_hint = (
         "output size (1, 1): mean_keepdim / max_keepdim over the spatial axes; otherwise, when the input "
         "size is divisible by the output size, avg_pool2d with kernel = stride = in / out"
@@ -53,6 +56,11 @@ class AdaptivePool(Rule):
             return
         if known:
             detail = f"(output_size={output_size.source.strip()})"
+            severity = None
         else:
             detail = f" with an output size not known statically ({site.describe_dynamic('output_size')})"
-        yield Hit(f"{describe_call(site)}{detail}: candle has no adaptive pooling op; only output size 1 maps to a mean/max")
+            severity = Severity.WARNING
+        yield Hit(
+            f"{describe_call(site)}{detail}: candle has no adaptive pooling op; only output size 1 maps to a mean/max",
+            severity=severity,
+        )
