@@ -3,7 +3,7 @@
 Every site needs one of the API names written in the file: a call (`F.interpolate`), an import
 (`from torch.nn.functional import interpolate as up`), or a base class (`class U(nn.Upsample)`).
 So a file that contains none of API_NAME_FRAGMENTS has no site, and its parse is skipped.
-tests/test_prefilter.py proves on the real corpus that this loses no finding.
+tests/test_corpus_truth.py (test_prefilter_loses_no_finding) proves on the real corpus that this loses no finding.
 """
 
 from __future__ import annotations
