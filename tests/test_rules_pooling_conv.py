@@ -1,4 +1,4 @@
-"""CP106-CP109: pooling, transposed convolution and adaptive pooling, as a table of cases."""
+"""CP106-CP110: pooling, transposed convolution, adaptive pooling and 3-D ops, as a table of cases."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from candle_port.api import check_source
 
 NN = "from torch import nn\n"
 F = "import torch.nn.functional as F\n"
-NEW_CODES = {"CP106", "CP107", "CP108", "CP109"}
+NEW_CODES = {"CP106", "CP107", "CP108", "CP109", "CP110"}
 
 REPORTED = [
     # CP106: kernel != stride, padding, dilation, ceil_mode
@@ -54,6 +54,23 @@ REPORTED = [
     pytest.param(F + "y = F.adaptive_avg_pool2d(x, size)\n", "CP109", id="F.adaptive_avg_pool2d-dynamic"),
     pytest.param(F + "y = F.adaptive_max_pool1d(x, 4)\n", "CP109", id="F.adaptive_max_pool1d-4"),
     pytest.param("from torch.nn import AdaptiveAvgPool1d as AP\nm = AP(8)\n", "CP109", id="AdaptiveAvgPool1d-import-alias"),
+    # CP108 on Lazy modules: in_channels is inferred, so groups is the 6th positional argument
+    pytest.param(NN + "m = nn.LazyConvTranspose1d(8, 4, 2)\n", "CP108", id="LazyConvTranspose1d"),
+    pytest.param(NN + "m = nn.LazyConvTranspose2d(8, 4, 2, 1, 0, 8)\n", "CP108", id="LazyConvTranspose2d-groups-6th-positional"),
+    # CP110: every 3-D convolution and pooling
+    pytest.param(NN + "m = nn.Conv3d(8, 8, 3, padding=1)\n", "CP110", id="Conv3d"),
+    pytest.param(NN + "m = nn.ConvTranspose3d(8, 8, 2, stride=2)\n", "CP110", id="ConvTranspose3d"),
+    pytest.param(NN + "m = nn.LazyConv3d(8, 3)\n", "CP110", id="LazyConv3d"),
+    pytest.param(NN + "m = nn.MaxPool3d(2)\n", "CP110", id="MaxPool3d"),
+    pytest.param(NN + "m = nn.AvgPool3d((1, 2, 2))\n", "CP110", id="AvgPool3d"),
+    pytest.param(NN + "m = nn.AdaptiveAvgPool3d(1)\n", "CP110", id="AdaptiveAvgPool3d-even-global"),
+    pytest.param(F + "y = F.conv3d(x, w, b, 1, 1)\n", "CP110", id="F.conv3d"),
+    pytest.param(F + "y = F.avg_pool3d(x, 2)\n", "CP110", id="F.avg_pool3d"),
+    pytest.param(F + "y = F.interpolate(F.max_pool3d(x, 2), scale_factor=2)\n", "CP110", id="F.max_pool3d-nested"),
+    pytest.param("import torch\ny = torch.conv3d(x, w)\n", "CP110", id="torch.conv3d"),
+    pytest.param("from torch.nn import Conv3d as C3\nm = C3(4, 4, 3)\n", "CP110", id="Conv3d-import-alias"),
+    pytest.param(NN + "class CausalConv3d(nn.Conv3d):\n    pass\nm = CausalConv3d(4, 4, 3)\n", "CP110", id="Conv3d-subclass"),
+    pytest.param(NN + "layers = nn.Sequential(nn.Conv3d(4, 4, 3), nn.ReLU())\n", "CP110", id="Conv3d-in-Sequential"),
 ]
 
 LEFT_ALONE = [
@@ -77,6 +94,11 @@ LEFT_ALONE = [
     pytest.param(NN + "m = nn.ConvTranspose2d(c, c, 4, 2, 1, groups=g)\n", "CP108", id="ConvTranspose2d-groups-dynamic"),
     pytest.param(F + "y = F.conv_transpose2d(x, w, None, 2, 1, 1)\n", "CP108", id="F.conv_transpose2d-output_padding-lt-stride"),
     pytest.param(NN + "m = nn.Conv1d(8, 8, 3)\n", "CP108", id="Conv1d-not-transposed"),
+    pytest.param(NN + "m = nn.Conv2d(8, 8, 3)\n", "CP110", id="Conv2d-not-3d"),
+    pytest.param(NN + "m = nn.BatchNorm3d(8)\n", "CP110", id="BatchNorm3d-not-an-op-candle-lacks-here"),
+    pytest.param("def conv3d(x, w):\n    return x\ny = conv3d(x, w)\n", "CP110", id="look-alike-local-conv3d"),
+    pytest.param("import tensorflow as tf\ny = tf.nn.conv3d(x, w, [1] * 5, 'SAME')\n", "CP110", id="look-alike-tensorflow-conv3d"),
+    pytest.param(NN + "# nn.Conv3d(1, 1, 1)\ns = 'nn.MaxPool3d(2)'\n", "CP110", id="conv3d-comment-and-string"),
     pytest.param(NN + "m = nn.AdaptiveAvgPool2d(1)\n", "CP109", id="AdaptiveAvgPool2d-1"),
     pytest.param(NN + "m = nn.AdaptiveAvgPool2d((1, 1))\n", "CP109", id="AdaptiveAvgPool2d-1x1"),
     pytest.param(NN + "m = nn.AdaptiveMaxPool2d(output_size=[1, 1])\n", "CP109", id="AdaptiveMaxPool2d-list-1x1"),

@@ -21,7 +21,8 @@ class Api:
     implied: dict = field(default_factory=dict, hash=False, compare=False)
     accepts_mode: bool = True
     is_module: bool = False
-    # `interpolate` (every resize API), `grid_sample`, `pool`, `conv_transpose` or `adaptive_pool`.
+    # `interpolate` (every resize API), `grid_sample`, `pool`, `conv_transpose`, `adaptive_pool`
+    # or `volumetric` (3-D convolution and pooling, which candle has no op for).
     family: str = "interpolate"
     # Defaults of this API's own parameters, over the shared ones in sites.py.
     defaults: dict = field(default_factory=dict, hash=False, compare=False)
@@ -142,6 +143,9 @@ POOL_FUNCTIONS = {
 CONV_TRANSPOSE_MODULES = {
     "ConvTranspose1d": _conv_t("ConvTranspose1d", _CONV_T_MODULE, True),
     "ConvTranspose2d": _conv_t("ConvTranspose2d", _CONV_T_MODULE, True),
+    # Lazy modules infer in_channels, so every other parameter moves one place left.
+    "LazyConvTranspose1d": _conv_t("LazyConvTranspose1d", _CONV_T_MODULE[1:], True),
+    "LazyConvTranspose2d": _conv_t("LazyConvTranspose2d", _CONV_T_MODULE[1:], True),
 }
 CONV_TRANSPOSE_FUNCTIONS = {
     "conv_transpose1d": _conv_t("conv_transpose1d", _CONV_T_F, False),
@@ -163,6 +167,44 @@ ADAPTIVE_FUNCTIONS = {
     )
 }
 
+
+def _volumetric(name: str, is_module: bool) -> Api:
+    """A 3-D convolution or pooling: reported whatever its arguments, so no signature is needed."""
+    return Api(name, (), "", accepts_mode=False, is_module=is_module, family="volumetric")
+
+
+VOLUMETRIC_CONV_MODULES = {
+    name: _volumetric(name, True) for name in ("Conv3d", "ConvTranspose3d", "LazyConv3d", "LazyConvTranspose3d")
+}
+VOLUMETRIC_POOL_MODULES = {
+    name: _volumetric(name, True)
+    for name in (
+        "MaxPool3d",
+        "AvgPool3d",
+        "AdaptiveAvgPool3d",
+        "AdaptiveMaxPool3d",
+        "LPPool3d",
+        "FractionalMaxPool3d",
+        "MaxUnpool3d",
+    )
+}
+VOLUMETRIC_FUNCTIONS = {
+    name: _volumetric(name, False)
+    for name in (
+        "conv3d",
+        "conv_transpose3d",
+        "max_pool3d",
+        "max_pool3d_with_indices",
+        "avg_pool3d",
+        "adaptive_avg_pool3d",
+        "adaptive_max_pool3d",
+        "adaptive_max_pool3d_with_indices",
+        "lp_pool3d",
+        "fractional_max_pool3d",
+        "max_unpool3d",
+    )
+}
+
 _F = "torch.nn.functional"
 APIS_BY_QUALIFIED_NAME: dict[str, Api] = {
     f"{_F}.interpolate": INTERPOLATE,
@@ -178,8 +220,9 @@ for _module in ("torch.nn", "torch.nn.modules", "torch.nn.modules.upsampling"):
     APIS_BY_QUALIFIED_NAME[f"{_module}.UpsamplingNearest2d"] = UPSAMPLING_NEAREST_2D
 for _modules, _apis in (
     (("torch.nn", "torch.nn.modules", "torch.nn.modules.pooling"), {**POOL_MODULES, **ADAPTIVE_MODULES}),
-    (("torch.nn", "torch.nn.modules", "torch.nn.modules.conv"), CONV_TRANSPOSE_MODULES),
-    ((_F,), {**POOL_FUNCTIONS, **CONV_TRANSPOSE_FUNCTIONS, **ADAPTIVE_FUNCTIONS}),
+    (("torch.nn", "torch.nn.modules", "torch.nn.modules.conv"), {**CONV_TRANSPOSE_MODULES, **VOLUMETRIC_CONV_MODULES}),
+    (("torch.nn", "torch.nn.modules", "torch.nn.modules.pooling"), VOLUMETRIC_POOL_MODULES),
+    ((_F,), {**POOL_FUNCTIONS, **CONV_TRANSPOSE_FUNCTIONS, **ADAPTIVE_FUNCTIONS, **VOLUMETRIC_FUNCTIONS}),
 ):
     for _module in _modules:
         for _name, _api in _apis.items():
@@ -189,10 +232,13 @@ for _name in ("max_pool1d", "max_pool2d", "avg_pool1d", "conv_transpose1d", "con
     APIS_BY_QUALIFIED_NAME[f"torch.{_name}"] = {**POOL_FUNCTIONS, **CONV_TRANSPOSE_FUNCTIONS}[_name]
 for _name in ("adaptive_avg_pool1d", "adaptive_max_pool1d"):
     APIS_BY_QUALIFIED_NAME[f"torch.{_name}"] = ADAPTIVE_FUNCTIONS[_name]
+for _name in ("conv3d", "conv_transpose3d", "max_pool3d", "max_pool3d_with_indices"):
+    APIS_BY_QUALIFIED_NAME[f"torch.{_name}"] = VOLUMETRIC_FUNCTIONS[_name]
 
 # A file that holds none of these substrings cannot hold a site: every site needs an API name
 # written somewhere in the file (a call, an import or a base class). See prefilter.py.
-# "max_pool"/"avg_pool" also cover adaptive_*_pool*, "MaxPool"/"AvgPool" also Adaptive*Pool*.
+# "max_pool"/"avg_pool" also cover adaptive_*_pool*, "MaxPool"/"AvgPool" also Adaptive*Pool*,
+# "Pool3d"/"pool3d" every 3-D pooling (MaxUnpool3d, lp_pool3d, ...).
 API_NAME_FRAGMENTS = (
     "interpolate",
     "upsample",
@@ -205,6 +251,10 @@ API_NAME_FRAGMENTS = (
     "AvgPool",
     "ConvTranspose",
     "conv_transpose",
+    "Conv3d",
+    "conv3d",
+    "Pool3d",
+    "pool3d",
 )
 
 PARTIAL_QUALIFIED_NAMES = frozenset({"functools.partial"})

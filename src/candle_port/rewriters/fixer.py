@@ -3,7 +3,7 @@
 Which sites: those with an unsuppressed, enabled finding (port-check's own rules, suppression
 comments and config) whose code the strategy considers. Each is either fixed, refused (with
 eligibility.refusal's reason), or, when its finding is suppressed or disabled, skipped. Every
-other finding (CP103-CP109: no strategy rewrites them) is listed as unfixable, with the rule's
+other finding (CP103-CP110: no strategy rewrites them) is listed as unfixable, with the rule's
 hint, so the summary accounts for every site port-check reports.
 
 The result is verified before it is returned: it must parse (libcst and Python's compiler), and
