@@ -218,3 +218,12 @@ def test_cache_dir_no_cache_jobs_and_quiet(tmp_path):
     uncached = tmp_path.parent / f"{tmp_path.name}-unused"
     quiet = run_tool(str(tmp_path), "--no-cache", "--cache-dir", str(uncached), "--quiet")
     assert quiet.returncode == 1 and quiet.stderr == b"" and not uncached.exists()
+
+
+def test_statistics_split_a_code_whose_sites_differ_in_severity(tmp_path):
+    (tmp_path / "pool.py").write_text(
+        "import torch.nn.functional as F\n"
+        "a = F.adaptive_avg_pool2d(x, 7)\nb = F.adaptive_avg_pool2d(x, size)\nc = F.adaptive_avg_pool2d(x, n)\n"
+    )
+    out = run_tool(str(tmp_path), "--statistics").stdout.decode()
+    assert out.split() == ["3", "CP109", "error", "1,", "warning", "2"]

@@ -33,12 +33,16 @@ def print_file_errors(console: Console, errors: list[FileError]) -> None:
 
 
 def print_statistics(console: Console, findings: list[Finding]) -> None:
+    """One line per code, most frequent first; a code whose sites differ in severity (CP109) says
+    how many are of each."""
     counts = Counter(f.code for f in findings)
-    messages = {}
+    severities: dict[str, Counter] = {}
     for f in findings:
-        messages.setdefault(f.code, f.severity.value)
+        severities.setdefault(f.code, Counter())[f.severity.value] += 1
     for code, count in sorted(counts.items(), key=lambda item: (-item[1], item[0])):
-        console.print(f"{count:5d}  {code}  {messages[code]}", highlight=False, markup=False)
+        levels = severities[code]
+        shown = next(iter(levels)) if len(levels) == 1 else ", ".join(f"{level} {n}" for level, n in sorted(levels.items()))
+        console.print(f"{count:5d}  {code}  {shown}", highlight=False, markup=False)
 
 
 def summary(findings: list[Finding], errors: list[FileError], files: int) -> str:
