@@ -163,9 +163,22 @@ def nearest_call(site: Site, original: cst.Call, call: cst.Call) -> cst.Call:
         if args[index].keyword is None:
             # Positional: removing it would shift the arguments after it.
             args[index] = args[index].with_changes(value=cst.Name("None"))
+        elif _has_comment(args[index].comma) and (index == 0 or _has_comment(args[index - 1].comma)):
+            # Nowhere to move its comment to: keep the argument, as None (which torch accepts).
+            args[index] = args[index].with_changes(value=cst.Name("None"))
         else:
             removed = args.pop(index)
             if index == len(args) and args:
                 # It was the last argument: the new last one takes its comma and trailing space.
                 args[-1] = args[-1].with_changes(comma=removed.comma, whitespace_after_arg=removed.whitespace_after_arg)
+            elif _has_comment(removed.comma):
+                # `align_corners=False,  # why` on its own line: the comment moves to the line before.
+                args[index - 1] = args[index - 1].with_changes(comma=removed.comma)
     return call.with_changes(args=args)
+
+
+def _has_comment(comma) -> bool:
+    """Whether a comma is followed by a comment (`x,  # note`), which removing it would lose."""
+    after = getattr(comma, "whitespace_after", None)
+    first_line = getattr(after, "first_line", None)
+    return first_line is not None and first_line.comment is not None
