@@ -72,3 +72,30 @@ def test_concurrent_runs_share_the_cache(tmp_path):
         reports = list(pool.map(lambda _: check_paths([str(tmp_path)], Config(), cache_dir=cache, jobs=1), range(4)))
     assert all(len(r.findings) == 40 for r in reports)
     assert not list((tmp_path / "cache").rglob("*.tmp"))
+
+
+def test_key_depends_on_the_checker_source(monkeypatch):
+    """An editable install updated in place keeps its version; changed rules must not hit old entries."""
+    import candle_port.cache as cache_module
+
+    before = ResultCache("c", Config().fingerprint()).key("m.py", b"x")
+    assert ResultCache("c", Config().fingerprint()).key("m.py", b"x") == before
+    monkeypatch.setattr(cache_module, "checker_fingerprint", lambda: "rules edited")
+    assert ResultCache("c", Config().fingerprint()).key("m.py", b"x") != before
+
+
+def test_checker_fingerprint_covers_the_rules_but_not_the_runtime(tmp_path, monkeypatch):
+    import candle_port.cache as cache_module
+
+    package = tmp_path / "candle_port"
+    (package / "rules").mkdir(parents=True)
+    (package / "runtime").mkdir()
+    (package / "cache.py").write_text("")
+    (package / "rules" / "cp1.py").write_text("a")
+    (package / "runtime" / "op.py").write_text("a")
+    monkeypatch.setattr(cache_module, "__file__", str(package / "cache.py"))
+    first = cache_module.checker_fingerprint()
+    (package / "runtime" / "op.py").write_text("changed")
+    assert cache_module.checker_fingerprint() == first
+    (package / "rules" / "cp1.py").write_text("changed")
+    assert cache_module.checker_fingerprint() != first

@@ -1,5 +1,8 @@
 """A results cache like ruff's: keyed by file content, path, tool version and effective config.
 
+Also by the checker's own source files (their size and mtime): an editable install updated by
+`git pull` keeps its version number, and must not answer with the old rules' findings.
+
 Entries are small JSON files written atomically (temp file + rename), so two runs sharing the
 directory never see a half-written entry; an unreadable entry is simply a miss.
 """
@@ -18,10 +21,26 @@ from candle_port.findings import FileError, FileResult, Finding, Severity
 DEFAULT_CACHE_DIR = ".candle_port_cache"
 
 
+def checker_fingerprint() -> str:
+    """Size and mtime of every source file of the checker (not runtime/ or verify/: torch-side)."""
+    root = Path(__file__).resolve().parent
+    parts = []
+    for path in sorted(root.rglob("*.py")):
+        relative = path.relative_to(root).as_posix()
+        if relative.startswith(("runtime/", "verify/")):
+            continue
+        try:
+            stat = path.stat()
+        except OSError:
+            continue
+        parts.append(f"{relative}:{stat.st_size}:{stat.st_mtime_ns}")
+    return hashlib.sha256("\n".join(parts).encode()).hexdigest()
+
+
 class ResultCache:
     def __init__(self, directory: Path, config_fingerprint: str) -> None:
         self.directory = Path(directory)
-        self._salt = f"{__version__}\0{config_fingerprint}\0".encode()
+        self._salt = f"{__version__}\0{checker_fingerprint()}\0{config_fingerprint}\0".encode()
 
     def key(self, path: str, data: bytes) -> str:
         digest = hashlib.sha256(self._salt)
