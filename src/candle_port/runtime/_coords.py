@@ -22,7 +22,7 @@ from typing import NamedTuple, Optional
 
 import torch
 
-__all__ = ["AxisPlan", "aa_matrix", "axis_plan", "compute_dtype"]
+__all__ = ["AxisPlan", "aa_matrix", "axis_plan", "compute_dtype", "cubic_matrix", "source_coords"]
 
 _SPLIT = 134217729.0  # 2**27 + 1, Veltkamp's splitter for float64
 
@@ -69,6 +69,35 @@ def axis_scale(
     return float("nan")  # in/out, computed in the compute dtype by the caller
 
 
+def source_coords(
+    in_size: int,
+    out_size: int,
+    align_corners: bool,
+    scale_factor: Optional[float],
+    dtype: torch.dtype,
+) -> torch.Tensor:
+    """ATen's ``area_pixel_compute_source_index`` for every output index, before any clamp.
+
+    ``scale * j`` (align_corners) or ``scale * (j + 0.5) - 0.5`` rounded once (fused), in
+    ``dtype``; linear modes clamp the result at 0 afterwards, cubic does not."""
+    j = torch.arange(out_size, dtype=torch.float64)
+    if align_corners:
+        if out_size > 1:
+            scale = torch.tensor(float(in_size - 1), dtype=dtype) / (out_size - 1)
+        else:
+            scale = torch.zeros((), dtype=dtype)
+        return scale * j.to(dtype)
+    if scale_factor is not None and scale_factor > 0:
+        scale = torch.tensor(1.0 / scale_factor, dtype=torch.float64).to(dtype)
+    else:
+        scale = torch.tensor(float(in_size), dtype=dtype) / out_size
+    # float32 operands multiply exactly in float64 and the sum is exact too, so one rounding
+    # to float32 afterwards is the fused result; float64 needs the error-free version.
+    if dtype == torch.float64:
+        return _fma_minus_half(scale, j + 0.5)
+    return (scale.double() * (j + 0.5) - 0.5).to(dtype)
+
+
 def axis_plan(
     in_size: int,
     out_size: int,
@@ -82,25 +111,7 @@ def axis_plan(
         idx = torch.arange(out_size, device=device)
         one = torch.ones(out_size, dtype=dtype, device=device)
         return AxisPlan(idx, idx, one, torch.zeros_like(one), True)
-    j = torch.arange(out_size, dtype=torch.float64)
-    if align_corners:
-        if out_size > 1:
-            scale = torch.tensor(float(in_size - 1), dtype=dtype) / (out_size - 1)
-        else:
-            scale = torch.zeros((), dtype=dtype)
-        src = scale * j.to(dtype)
-    else:
-        if scale_factor is not None and scale_factor > 0:
-            scale = torch.tensor(1.0 / scale_factor, dtype=torch.float64).to(dtype)
-        else:
-            scale = torch.tensor(float(in_size), dtype=dtype) / out_size
-        # float32 operands multiply exactly in float64 and the sum is exact too, so one rounding
-        # to float32 afterwards is the fused result; float64 needs the error-free version.
-        if dtype == torch.float64:
-            src = _fma_minus_half(scale, j + 0.5)
-        else:
-            src = (scale.double() * (j + 0.5) - 0.5).to(dtype)
-        src = src.clamp_min(0)
+    src = source_coords(in_size, out_size, align_corners, scale_factor, dtype).clamp_min(0)
     i0 = src.to(torch.float32).floor().to(torch.int64).clamp_max(in_size - 1)
     w1 = (src - i0.to(dtype)).clamp(0, 1)
     w0 = 1 - w1
@@ -115,8 +126,9 @@ def aa_matrix(
     scale_factor: Optional[float],
     dtype: torch.dtype,
     device: torch.device,
+    cubic: bool = False,
 ) -> torch.Tensor:
-    """The dense (out, in) matrix of antialiased linear interpolation along one axis.
+    """The dense (out, in) matrix of antialiased linear (or, with ``cubic``, bicubic) resizing.
 
     ATen's ``_upsample_bilinear2d_aa`` (the PIL algorithm), computed in ``dtype`` (float32 or
     float64) with ATen's roundings::
@@ -131,6 +143,9 @@ def aa_matrix(
         w[k]    = max(0, 1 - |(xmin + k - center + 0.5) * inv|)       for k < xsize
         A[j, xmin + k] = w[k] / sum(w)                  (sum accumulated in order, in dtype;
                                                          left unnormalised when the sum is 0)
+
+    ``cubic=True`` is ``_upsample_bicubic2d_aa``: the same with support ``2 * max(scale, 1)`` and
+    PIL's cubic filter (``a = -0.5``, not the ``-0.75`` of plain bicubic) in place of the triangle.
 
     ``center - support`` and ``center + support`` are rounded to ``dtype`` before 0.5 is added
     in float64, as ATen's mixed float/double arithmetic does; so is ``xmin + k - center``.
@@ -147,7 +162,8 @@ def aa_matrix(
     else:
         scale = torch.tensor(float(in_size), dtype=dtype) / out_size
     wide = bool(scale >= 1.0)
-    support = scale if wide else torch.ones((), dtype=dtype)
+    half = 2.0 if cubic else 1.0  # ATen's interp_size / 2
+    support = (scale * half) if wide else torch.full((), half, dtype=dtype)
     inv = (1.0 / scale.double()).to(dtype) if wide else torch.ones((), dtype=dtype)
     kmax = int(math.ceil(float(support))) * 2 + 1
     j = torch.arange(out_size, dtype=torch.float64)
@@ -159,7 +175,10 @@ def aa_matrix(
     pos = xmin[:, None] + k  # (out, kmax) input index of each tap
     t = ((pos.to(dtype) - center[:, None]).double() + 0.5) * inv.double()
     t = t.to(dtype).abs()
-    w = torch.where(t < 1, 1 - t, torch.zeros((), dtype=dtype))
+    if cubic:
+        w = _cubic_filter(t, -0.5)
+    else:
+        w = torch.where(t < 1, 1 - t, torch.zeros((), dtype=dtype))
     w = torch.where(k < xsize[:, None], w, torch.zeros((), dtype=dtype))
     total = torch.zeros(out_size, dtype=dtype)
     for c in range(kmax):  # in order, in dtype, as ATen (a cumsum may accumulate in float64)
@@ -171,3 +190,66 @@ def aa_matrix(
     a = torch.gather(w, 1, rel.clamp(0, kmax - 1))
     a = torch.where(inside, a, torch.zeros((), dtype=dtype))
     return a.to(device)
+
+
+def _cubic_filter(t: torch.Tensor, a: float) -> torch.Tensor:
+    """Keys' cubic convolution kernel at ``|t|`` (ATen's ``aa_filter`` for bicubic), in t's dtype."""
+    t = t.abs()
+    zero = torch.zeros((), dtype=t.dtype)
+    return torch.where(t < 1, _keys_near(t, a), torch.where(t < 2, _keys_far(t, a), zero))
+
+
+_A = -0.75  # ATen's bicubic (upsample_bicubic2d) constant
+
+
+def _fma(a: torch.Tensor, b: torch.Tensor, c: float) -> torch.Tensor:
+    """``a * b + c`` rounded once for float32 (ATen's kernels are compiled with FMA contraction;
+    measured: 5x closer to ATen's bicubic than separate roundings). float64: plain arithmetic."""
+    if a.dtype == torch.float32:
+        return (a.double() * b.double() + c).to(torch.float32)
+    return a * b + c
+
+
+def _keys_near(x: torch.Tensor, a: float = _A) -> torch.Tensor:
+    """``((a + 2) * x - (a + 3)) * x * x + 1`` for 0 <= x <= 1, contracted as ATen's."""
+    return _fma(_fma(torch.full_like(x, a + 2), x, -(a + 3)) * x, x, 1.0)
+
+
+def _keys_far(x: torch.Tensor, a: float = _A) -> torch.Tensor:
+    """``((a * x - 5 * a) * x + 8 * a) * x - 4 * a`` for 1 <= x <= 2, contracted as ATen's."""
+    return _fma(_fma(_fma(torch.full_like(x, a), x, -5 * a), x, 8 * a), x, -4 * a)
+
+
+def cubic_matrix(
+    in_size: int,
+    out_size: int,
+    align_corners: bool,
+    scale_factor: Optional[float],
+    dtype: torch.dtype,
+    device: torch.device,
+) -> torch.Tensor:
+    """The dense (out, in) matrix of ATen's bicubic resize along one axis (``upsample_bicubic2d``).
+
+    ::
+
+        src  = source_coords(...)                      (no clamp at 0, unlike the linear modes)
+        i    = min(floorf(src), in - 1);  t = clamp(src - i, 0, 1)
+        c    = [K(t + 1), K(t), K(1 - t), K(2 - t)]    (Keys' kernel, A = -0.75, in dtype)
+        A[j, clamp(i - 1 + k, 0, in - 1)] += c[k]      for k in 0..3
+
+    so taps beyond a border pile up on the edge sample, as ATen's clamped indices do. Unlike
+    the linear modes, an axis whose size does not change is not special-cased: with a scale
+    factor that is not 1, ATen (and this) still resamples it.
+    """
+    src = source_coords(in_size, out_size, align_corners, scale_factor, dtype)
+    i0 = src.to(torch.float32).floor().to(torch.int64).clamp_max(in_size - 1)
+    t = (src - i0.to(dtype)).clamp(0, 1)
+    x1 = t + 1.0
+    x2 = 1.0 - t
+    coeffs = [_keys_far(x1), _keys_near(t), _keys_near(x2), _keys_far(x2 + 1.0)]
+    cols = torch.arange(in_size, dtype=torch.int64)
+    mat = torch.zeros(out_size, in_size, dtype=dtype)
+    for k, c in enumerate(coeffs):
+        idx = (i0 - 1 + k).clamp(0, in_size - 1)
+        mat = mat + (cols[None, :] == idx[:, None]).to(dtype) * c[:, None]
+    return mat.to(device)

@@ -17,7 +17,7 @@ from torch.utils._python_dispatch import _disable_current_modes
 
 from ._coords import AxisPlan, aa_matrix, axis_plan, compute_dtype
 
-__all__ = ["upsample_bilinear2d", "upsample_linear1d"]
+__all__ = ["apply_matrix", "upsample_bilinear2d", "upsample_linear1d"]
 
 _Size = Union[int, Sequence[int], None]
 _Scale = Union[float, Sequence[float], None]
@@ -187,6 +187,30 @@ def _lerp_gather(x: torch.Tensor, p: AxisPlan) -> torch.Tensor:
     return g0 * p.w0 + g1 * p.w1
 
 
+def apply_matrix(x: torch.Tensor, dim: int, a: torch.Tensor) -> torch.Tensor:
+    """``x`` resampled along ``dim`` (non-negative) by the dense (out, in) matrix ``a``.
+
+    Always one plain 2-D GEMM, or one bmm with ``a`` broadcast over the leading dims (see below)."""
+    in_size = x.shape[dim]
+    out_size = a.shape[0]
+    last = dim == x.dim() - 1
+    rest = math.prod(x.shape[dim + 1 :])
+    if not last and rest >= _LEFT_MUL_MIN_REST:
+        # A left-multiply on the (batch, in, rest) view: no copy to move the axis last, and
+        # backward is the same product with A^T. One 2-D mm when there is no batch.
+        lead = x.shape[:dim]
+        batch = math.prod(lead)
+        if batch == 1:
+            y = torch.mm(a, x.reshape(in_size, rest))
+        else:
+            y = torch.bmm(a.expand(batch, out_size, in_size), x.reshape(batch, in_size, rest))
+        return y.reshape(lead + (out_size,) + x.shape[dim + 1 :])
+    xt = x if last else x.transpose(dim, -1)
+    lead = xt.shape[:-1]
+    y = torch.mm(xt.reshape(-1, in_size), a.t()).reshape(lead + (out_size,))
+    return y if last else y.transpose(dim, -1)
+
+
 def _resample_axis(
     x: torch.Tensor,
     dim: int,
@@ -206,26 +230,8 @@ def _resample_axis(
         else:
             method = "gather" if last and last_is_contiguous else "band"
     if method in ("matmul", "aa"):
-        # Always one plain 2-D GEMM: the axis is moved last (a transposed view, which the
-        # reshape copies once) and the result is returned as a view with the axis back in place.
-        # torch.matmul with a 4-D operand would broadcast A over the batch and run a batched GEMM
-        # whose backward was measured 5-20x slower.
         a = _get_dense_aa(*key) if method == "aa" else _get_dense(*key)
-        rest = math.prod(x.shape[dim + 1 :])
-        if not last and rest >= _LEFT_MUL_MIN_REST:
-            # A left-multiply on the (batch, in, rest) view: no copy to move the axis last, and
-            # backward is the same product with A^T. One 2-D mm when there is no batch.
-            lead = x.shape[:dim]
-            batch = math.prod(lead)
-            if batch == 1:
-                y = torch.mm(a, x.reshape(in_size, rest))
-            else:
-                y = torch.bmm(a.expand(batch, out_size, in_size), x.reshape(batch, in_size, rest))
-            return y.reshape(lead + (out_size,) + x.shape[dim + 1 :])
-        xt = x if last else x.transpose(dim, -1)
-        lead = xt.shape[:-1]
-        y = torch.mm(xt.reshape(-1, in_size), a.t()).reshape(lead + (out_size,))
-        return y if last else y.transpose(dim, -1)
+        return apply_matrix(x, dim, a)
     if method == "band" and not last:
         # Move the axis first, take every block's window of input rows (one index_select), and
         # run one batched GEMM over the nb blocks: (nb, block, L) @ (nb, L, everything else).

@@ -1,7 +1,8 @@
 """Drop-in replacements for ``torch.nn.functional.interpolate`` and its deprecated aliases.
 
-Bilinear (4-D) and linear (3-D) resizing go through :func:`upsample_bilinear2d`, which candle can
-differentiate once ported; every other mode is passed to torch unchanged.
+Every mode and rank that ``F.interpolate`` accepts on CPU goes through a composition of ops candle
+can differentiate once ported (see :func:`interpolate`); invalid combinations are passed to torch
+so that it raises its own errors.
 """
 
 from __future__ import annotations
@@ -11,9 +12,42 @@ from typing import Optional
 import torch
 import torch.nn.functional as F
 
+from .area import resize_area
+from .bicubic import upsample_bicubic2d
 from .bilinear import _output_size_and_scales, _resample, _Scale, _Size
+from .nearest import upsample_nearest_nd
+from .trilinear import upsample_trilinear3d
 
 __all__ = ["interpolate", "upsample", "upsample_bilinear", "upsample_nearest"]
+
+
+_NEAREST = ("nearest", "nearest-exact")
+_RANKS = {
+    "nearest": (3, 4, 5),
+    "nearest-exact": (3, 4, 5),
+    "area": (3, 4, 5),
+    "linear": (3,),
+    "bilinear": (4,),
+    "bicubic": (4,),
+    "trilinear": (5,),
+}
+
+
+def _ours(input: torch.Tensor, mode: str, align_corners: Optional[bool], antialias: bool) -> bool:
+    """Whether (mode, rank, dtype, flags) is a combination torch accepts and we compose.
+
+    Everything else (invalid combinations included) goes to torch, which raises or computes."""
+    if input.dim() not in _RANKS.get(mode, ()):
+        return False
+    if mode in _NEAREST or mode == "area":
+        if align_corners is not None or antialias:
+            return False
+        return input.is_floating_point() or (mode in _NEAREST and input.dtype == torch.uint8)
+    if not input.is_floating_point():
+        return False  # uint8 bicubic / antialias: no gradient to keep, torch's kernel is fine
+    if antialias:
+        return mode in ("bilinear", "bicubic") and input.dtype in (torch.float32, torch.float64)
+    return True
 
 
 def interpolate(
@@ -25,32 +59,51 @@ def interpolate(
     recompute_scale_factor: Optional[bool] = None,
     antialias: bool = False,
 ) -> torch.Tensor:
-    """``F.interpolate`` with ``mode='bilinear'`` (4-D) / ``'linear'`` (3-D) made candle-trainable.
+    """``F.interpolate`` made candle-trainable: every mode goes through ops candle can differentiate.
 
-    Same signature, output and gradient as ``torch.nn.functional.interpolate`` (to float
-    rounding; see :func:`candle_port.runtime.upsample_bilinear2d` for the formula and
-    tolerances). Other modes and ranks call torch directly with the same arguments, so they
-    keep torch's behaviour and errors. ``antialias=True`` with bilinear is the antialiased
-    resize of ``_upsample_bilinear2d_aa`` (float32 / float64; ATen raises for half types, and
-    so does this), built from two dense matrix products.
+    Same signature, output, gradient and memory format as ``torch.nn.functional.interpolate``
+    (to float rounding where the op computes, bitwise for the nearest modes). By mode:
+
+    * ``nearest`` / ``nearest-exact`` (3-D, 4-D, 5-D, float or uint8):
+      :func:`upsample_nearest_nd`, one ``index_select`` per axis;
+    * ``linear`` (3-D), ``bilinear`` (4-D, also ``antialias=True``), ``trilinear`` (5-D):
+      :func:`upsample_bilinear2d` / :func:`upsample_trilinear3d`, per-axis plans and GEMMs;
+    * ``bicubic`` (4-D, also ``antialias=True``): :func:`upsample_bicubic2d`, two GEMMs;
+    * ``area`` (3-D, 4-D, 5-D): :func:`resize_area`, one averaging GEMM per axis.
+
+    Passed to torch unchanged (so torch computes or raises exactly as before): invalid
+    combinations (``align_corners`` or ``antialias`` with nearest / area, a rank the mode does
+    not have, unknown modes, empty or non-positive sizes), integer input other than uint8
+    nearest (no gradient to keep), and antialias with half types (ATen raises for those).
     """
-    ours = (mode == "bilinear" and input.dim() == 4) or (
-        mode == "linear" and input.dim() == 3 and not antialias  # torch raises for that one
-    )
-    if not ours:
+    if not _ours(input, mode, align_corners, antialias):
         return F.interpolate(
             input, size, scale_factor, mode, align_corners, recompute_scale_factor, antialias
         )
-    return _resample(
-        input,
-        size,
-        scale_factor,
-        bool(align_corners),
-        recompute_scale_factor,
-        input.dim() - 2,
-        None,
-        antialias,
-    )
+    ndim = input.dim() - 2
+    if mode in ("bilinear", "linear"):
+        return _resample(
+            input,
+            size,
+            scale_factor,
+            bool(align_corners),
+            recompute_scale_factor,
+            ndim,
+            None,
+            antialias,
+        )
+    if mode == "trilinear":
+        return upsample_trilinear3d(input, size, scale_factor, align_corners, recompute_scale_factor)
+    out, scales = _output_size_and_scales(input, size, scale_factor, recompute_scale_factor, ndim)
+    if input.shape[1] == 0 or min(list(input.shape[2:]) + out) <= 0:
+        return F.interpolate(
+            input, size, scale_factor, mode, align_corners, recompute_scale_factor, antialias
+        )
+    if mode in _NEAREST:
+        return upsample_nearest_nd(input, out, scales, mode == "nearest-exact")
+    if mode == "bicubic":
+        return upsample_bicubic2d(input, out, scales, bool(align_corners), antialias)
+    return resize_area(input, out)
 
 
 def upsample(
@@ -74,5 +127,5 @@ def upsample_bilinear(
 def upsample_nearest(
     input: torch.Tensor, size: _Size = None, scale_factor: _Scale = None
 ) -> torch.Tensor:
-    """Like ``F.upsample_nearest``; passed to torch (nearest needs no new op)."""
-    return F.interpolate(input, size, scale_factor, mode="nearest")
+    """Like ``F.upsample_nearest``: :func:`interpolate` with ``mode="nearest"``."""
+    return interpolate(input, size, scale_factor, mode="nearest")

@@ -26,7 +26,7 @@ def _forward(self: nn.Upsample, input: torch.Tensor) -> torch.Tensor:
 
 
 class Upsample(nn.Upsample):
-    """``torch.nn.Upsample`` whose bilinear/linear modes are candle-trainable."""
+    """``torch.nn.Upsample`` whose every mode is candle-trainable (see :func:`interpolate`)."""
 
     forward = _forward
 
@@ -38,6 +38,6 @@ class UpsamplingBilinear2d(nn.UpsamplingBilinear2d):
 
 
 class UpsamplingNearest2d(nn.UpsamplingNearest2d):
-    """``torch.nn.UpsamplingNearest2d``, for completeness (nearest is passed to torch)."""
+    """``torch.nn.UpsamplingNearest2d``, candle-trainable (one ``index_select`` per axis)."""
 
     forward = _forward

@@ -1,0 +1,118 @@
+"""Nearest and nearest-exact resize as one ``index_select`` per axis, candle-differentiable.
+
+candle's own ``upsample_nearest1d/2d`` refuse a backward for non-integer or non-uniform factors,
+overwrite the accumulated gradient, and have no 3-D version (../shared/candle-ops.md, 2.1/2.3).
+``index_select`` has a full backward (index_add), and a nearest resize is exactly a gather of
+whole slices along each axis, so the result is bitwise torch's whatever the dtype.
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+from typing import List, Optional
+
+import torch
+
+from ._layout import layout_of, to_layout
+from .bilinear import _constants
+
+__all__ = ["nearest_index", "upsample_nearest_nd"]
+
+_DIGIT = 128  # small integers, exact in every dtype torch's nearest kernels accept (int8 included)
+
+_NEAREST_OPS = {
+    (1, False): "upsample_nearest1d",
+    (2, False): "upsample_nearest2d",
+    (3, False): "upsample_nearest3d",
+    (1, True): "_upsample_nearest_exact1d",
+    (2, True): "_upsample_nearest_exact2d",
+    (3, True): "_upsample_nearest_exact3d",
+}
+
+
+@lru_cache(maxsize=256)
+def _nearest_index(
+    in_size: int,
+    out_size: int,
+    scale: Optional[float],
+    exact: bool,
+    ndim: int,
+    axis: int,
+    dtype: torch.dtype,
+    device: torch.device,
+) -> Optional[torch.Tensor]:
+    """Source index of every output sample of one axis, as ATen's CPU kernel picks it.
+
+    ATen's float rounding of the index differs between kernels (the 4-D kernel uses
+    ``nearest_idx`` from UpSample.h, with its out == in and out == 2 * in special cases; the 3-D
+    and 5-D kernels use opmath-typed ``src = scale * j`` / ``max(scale * (j + 0.5) - 0.5, 0) + 0.5``
+    and ``floorf``; float64 differs from float32), so rather than re-deriving every variant the
+    kernel itself is asked once, on an integer ramp: ``0 .. in-1`` written as base-128 digits in
+    the channels of a (1, digits, 1.., in, 1..) tensor of ``dtype`` (exact in any dtype), with
+    size 1 and no scale on the other axes. The ramp is built from sizes alone; the answer is a
+    constant int64 index, never part of the resized tensor's graph. None for an identity axis.
+    """
+    digits = 1
+    while _DIGIT**digits < in_size:
+        digits += 1
+    ramp = torch.arange(in_size, dtype=torch.int64)
+    probe = torch.stack([(ramp // _DIGIT**k) % _DIGIT for k in range(digits)]).to(dtype)
+    shape = [1, digits] + [1] * ndim
+    shape[2 + axis] = in_size
+    sizes = [1] * ndim
+    sizes[axis] = out_size
+    scales: List[Optional[float]] = [None] * ndim
+    scales[axis] = scale
+    op = getattr(torch.ops.aten, _NEAREST_OPS[(ndim, exact)])
+    got = op(probe.reshape(shape), sizes, *scales).reshape(digits, out_size).to(torch.int64)
+    index = sum(got[k] * _DIGIT**k for k in range(digits))
+    if in_size == out_size and bool((index == ramp).all()):
+        return None  # identity: the axis is copied
+    return index.to(device)
+
+
+def nearest_index(
+    in_size: int,
+    out_size: int,
+    scale: Optional[float],
+    exact: bool,
+    ndim: int,
+    axis: int,
+    dtype: torch.dtype,
+    device: torch.device,
+) -> Optional[torch.Tensor]:
+    """Cached int64 (out,) source indices of one axis (None: unchanged); see ``_nearest_index``."""
+    return _constants(_nearest_index, in_size, out_size, scale, exact, ndim, axis, dtype, device)
+
+
+def upsample_nearest_nd(
+    x: torch.Tensor, out: List[int], scales: List[Optional[float]], exact: bool
+) -> torch.Tensor:
+    r"""Nearest (``exact=False``) or nearest-exact resize of an (N, C, \*spatial) tensor, 3-D to 5-D.
+
+    ``out`` and ``scales`` are the output sizes and the scales ATen sees (``1/scale_factor`` is
+    used for the coordinates when a scale factor was given and not recomputed). Per axis whose
+    size changes, ``y = y.index_select(axis, idx)`` with ATen's source indices::
+
+        nearest:        idx[j] = min(floor(j * scale), in - 1)
+        nearest-exact:  idx[j] = min(floor((j + 0.5) * scale), in - 1)
+        scale = 1 / scale_factor if given (and not recomputed) else in / out
+
+    rounded exactly as ATen rounds them (see ``_nearest_index``). Forward is bitwise torch's
+    for every dtype; backward is index_add, i.e. the sum of the output gradients that read each
+    input, as ATen's. The output is channels_last (3d) when the input is, like ATen; else
+    contiguous; it never aliases ``x``.
+
+    In candle: compute ``idx`` on the host (u32), then ``x.index_select(&idx, axis)?`` per axis.
+    """
+    ndim = x.dim() - 2
+    fmt = layout_of(x)
+    y = x
+    for k in range(ndim):
+        idx = nearest_index(x.shape[2 + k], out[k], scales[k], exact, ndim, k, x.dtype, x.device)
+        if idx is not None:
+            y = y.index_select(2 + k, idx)
+    if y is x:
+        return x.clone(memory_format=fmt)
+    return to_layout(y, fmt)
+
