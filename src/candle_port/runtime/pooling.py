@@ -1,0 +1,613 @@
+"""Max, average and adaptive pooling composed only of ops that candle can differentiate.
+
+candle's pooling backward bails unless kernel == stride (no padding, dilation or ceil_mode), its
+max_pool2d gradient is wrong even then (scaled by the window mean of the max mask), and it has no
+adaptive pooling (../shared/candle-ops.md, section 2.1). These functions equal torch's in value,
+indices, gradient and memory format, and touch the input only through:
+
+* max pools: ``gather`` (one per call, on the input viewed with flattened spatial dims); the
+  choice of the gathered element is computed without gradient from a detached copy
+  (``index_select`` of the windows, ``argmax``, integer look-ups);
+* average pools: ``matmul`` with 0/1 window matrices per spatial axis, then a division by
+  torch's divisor (a constant tensor), in float32 for float16 / bfloat16 input.
+
+Index tables, window matrices and divisors depend on sizes and arguments only; they are built
+once per key (cached) and carry no gradient. Arguments are checked by running torch's own op on a
+meta tensor; when that raises, or for what is not composed here (non-floating dtypes, windows
+with no element inside the input), torch's op itself is called, so it raises or computes.
+"""
+
+from __future__ import annotations
+
+import math
+from functools import lru_cache
+from typing import List, NamedTuple, Optional, Sequence, Tuple, Union
+
+import torch
+import torch.nn.functional as F
+from torch.utils._python_dispatch import _disable_current_modes
+
+__all__ = [
+    "adaptive_avg_pool1d",
+    "adaptive_avg_pool2d",
+    "adaptive_max_pool1d",
+    "adaptive_max_pool1d_with_indices",
+    "adaptive_max_pool2d",
+    "adaptive_max_pool2d_with_indices",
+    "avg_pool1d",
+    "avg_pool2d",
+    "clear_pooling_cache",
+    "max_pool1d",
+    "max_pool1d_with_indices",
+    "max_pool2d",
+    "max_pool2d_with_indices",
+]
+
+_PoolArg = Union[int, Sequence[int]]
+_PoolOptArg = Union[int, Sequence[int], None]
+
+
+# ---------------------------------------------------------------------------------------------
+# Arguments: torch checks them (on a meta tensor) and tells the output shape and memory format.
+
+
+def _pool_meta(fn, x: torch.Tensor, *args) -> Optional[torch.Tensor]:
+    """``fn(meta copy of x, *args)``'s first output, or None when torch rejects the arguments
+    (or the dtype, or anything else), so that the caller hands the real call to torch."""
+    if not x.is_floating_point():
+        return None
+    try:
+        if torch._C._len_torch_dispatch_stack() > 0:
+            with _disable_current_modes():
+                out = fn(torch.empty_like(x, device="meta"), *args)
+        else:
+            out = fn(torch.empty_like(x, device="meta"), *args)
+    except Exception:  # torch's own call on x raises the same error, or computes
+        return None
+    return out[0] if isinstance(out, tuple) else out
+
+
+def _pool_ints(v: _PoolOptArg, n: int, default: Optional[Tuple[int, ...]] = None) -> Tuple[int, ...]:
+    """An int or a sequence of 1 or n ints (already accepted by torch) as n ints."""
+    if v is None or (isinstance(v, (list, tuple)) and len(v) == 0):
+        assert default is not None
+        return default
+    if isinstance(v, (list, tuple, torch.Size)):
+        vals = tuple(int(e) for e in v)
+        return vals * n if len(vals) == 1 else vals
+    return (int(v),) * n
+
+
+def _pool_channels_last(x: torch.Tensor, meta_out: torch.Tensor) -> bool:
+    """Whether torch's output (seen on meta) is channels_last, i.e. whether to pool the
+    (N, H, W, C) view of a 4-D input."""
+    return (
+        x.dim() == 4
+        and meta_out.dim() == 4
+        and meta_out.is_contiguous(memory_format=torch.channels_last)
+        and not meta_out.is_contiguous()
+    )
+
+
+def _pool_constants(builder, *key):
+    """``builder(*key)`` from its cache, as real tensors even under make_fx / FakeTensorMode
+    (dispatch modes are switched off while building; nothing made under a mode is cached)."""
+    if torch.compiler.is_compiling():
+        return builder.__wrapped__(*key)
+    if torch._C._len_torch_dispatch_stack() > 0:
+        with _disable_current_modes():
+            return builder(*key)
+    return builder(*key)
+
+
+# ---------------------------------------------------------------------------------------------
+# Index tables (max pools) and window matrices (average pools), per spatial axis.
+
+
+def _pool_axis_positions(starts: List[int], length: int, step: int, in_size: int) -> Optional[List[List[int]]]:
+    """Window ``o`` reads ``starts[o] + j * step`` for ``j < length``. Positions before the input
+    become the window's first in-bound position, positions after it the last one: duplicates
+    never change a max, argmax's first-maximum order over them is torch's first-maximum order
+    over the in-bound elements, and the last NaN stays the last. None if a window has no
+    in-bound element (torch then reads past its bounds; left to torch)."""
+    rows = []
+    for start in starts:
+        pos = [start + j * step for j in range(length)]
+        inside = [q for q in pos if 0 <= q < in_size]
+        if not inside:
+            return None
+        rows.append([inside[0] if q < 0 else inside[-1] if q >= in_size else q for q in pos])
+    return rows
+
+
+class _PoolTable(NamedTuple):
+    flat: torch.Tensor  # int64 (P * K,): flat input index (h * W + w) of every window element
+    windows: int  # P, output positions
+    size: int  # K, elements per window (row-major over the window's axes)
+    positions: torch.Tensor  # int32 (K,): 1..K, to find a window's last NaN
+    base: torch.Tensor  # int64 (P,): K * arange(P), the offset of each window in ``flat``
+
+
+def _pool_table(rows_per_axis: List[List[List[int]]], in_sizes: Tuple[int, ...], device) -> _PoolTable:
+    """Combine per-axis windows into flat indices, window-major then row-major in the window."""
+    if len(rows_per_axis) == 1:
+        t = torch.tensor(rows_per_axis[0], dtype=torch.int64, device=device)
+    else:
+        r = torch.tensor(rows_per_axis[0], dtype=torch.int64, device=device)  # (Ho, kh)
+        c = torch.tensor(rows_per_axis[1], dtype=torch.int64, device=device)  # (Wo, kw)
+        t = r[:, None, :, None] * in_sizes[1] + c[None, :, None, :]  # (Ho, Wo, kh, kw)
+    k = math.prod(len(rows[0]) for rows in rows_per_axis)
+    p = math.prod(len(rows) for rows in rows_per_axis)
+    positions = torch.arange(1, k + 1, dtype=torch.int32, device=device)
+    base = torch.arange(p, dtype=torch.int64, device=device) * k
+    return _PoolTable(t.reshape(-1).contiguous(), p, k, positions, base)
+
+
+@lru_cache(maxsize=256)
+def _pool_max_table(
+    in_sizes: Tuple[int, ...],
+    out_sizes: Tuple[int, ...],
+    kernel: Tuple[int, ...],
+    stride: Tuple[int, ...],
+    padding: Tuple[int, ...],
+    dilation: Tuple[int, ...],
+    device: torch.device,
+) -> Optional[_PoolTable]:
+    axes = []
+    for n, o, k, s, p, d in zip(in_sizes, out_sizes, kernel, stride, padding, dilation):
+        rows = _pool_axis_positions([i * s - p for i in range(o)], k, d, n)
+        if rows is None:
+            return None
+        axes.append(rows)
+    return _pool_table(axes, in_sizes, device)
+
+
+def _pool_adaptive_bounds(in_size: int, out_size: int) -> List[Tuple[int, int]]:
+    """ATen's adaptive windows: ``[floor(i * in / out), ceil((i + 1) * in / out))``."""
+    return [((i * in_size) // out_size, -(-((i + 1) * in_size) // out_size)) for i in range(out_size)]
+
+
+@lru_cache(maxsize=256)
+def _pool_adaptive_max_table(
+    in_sizes: Tuple[int, ...], out_sizes: Tuple[int, ...], device: torch.device
+) -> _PoolTable:
+    axes = []
+    for n, o in zip(in_sizes, out_sizes):
+        bounds = _pool_adaptive_bounds(n, o)
+        length = max(e - s for s, e in bounds)
+        # end - 1 < n always, so positions past a short window repeat its last element
+        axes.append([[min(s + j, e - 1) for j in range(length)] for s, e in bounds])
+    return _pool_table(axes, in_sizes, device)
+
+
+class _PoolMatrix(NamedTuple):
+    matrix: torch.Tensor  # (out, in) 0/1: which inputs each window sums
+    count: torch.Tensor  # (out,): torch's divisor along this axis
+
+
+@lru_cache(maxsize=256)
+def _pool_avg_matrix(
+    in_size: int,
+    out_size: int,
+    kernel: int,
+    stride: int,
+    padding: int,
+    count_include_pad: bool,
+    dtype: torch.dtype,
+    device: torch.device,
+) -> _PoolMatrix:
+    """ATen's avg_pool windows: ``start = o * s - p``; the divisor counts ``[start,
+    min(start + k, in + p))`` with count_include_pad, else the in-bound part only."""
+    bounds, counts = [], []
+    for o in range(out_size):
+        start = o * stride - padding
+        end = min(start + kernel, in_size + padding)
+        lo, hi = max(start, 0), min(end, in_size)
+        bounds.append((lo, hi))
+        counts.append(end - start if count_include_pad else hi - lo)
+    return _pool_matrix_from(bounds, counts, in_size, dtype, device)
+
+
+@lru_cache(maxsize=256)
+def _pool_adaptive_avg_matrix(in_size: int, out_size: int, dtype: torch.dtype, device: torch.device) -> _PoolMatrix:
+    bounds = _pool_adaptive_bounds(in_size, out_size)
+    return _pool_matrix_from(bounds, [e - s for s, e in bounds], in_size, dtype, device)
+
+
+def _pool_matrix_from(bounds, counts, in_size: int, dtype, device) -> _PoolMatrix:
+    cols = torch.arange(in_size, device=device)
+    lo = torch.tensor([b[0] for b in bounds], device=device, dtype=torch.int64)
+    hi = torch.tensor([b[1] for b in bounds], device=device, dtype=torch.int64)
+    a = ((cols >= lo[:, None]) & (cols < hi[:, None])).to(dtype)
+    return _PoolMatrix(a, torch.tensor(counts, dtype=dtype, device=device))
+
+
+@lru_cache(maxsize=256)
+def _pool_divisor(
+    counts: Tuple[_PoolMatrix, ...], override: Optional[int]
+) -> torch.Tensor:
+    """The (H_out, W_out) (or (W_out,)) divisor, shaped to broadcast against the output."""
+    if override is not None:
+        d = torch.full((), float(override), dtype=counts[0].count.dtype, device=counts[0].count.device)
+        return d
+    d = counts[0].count
+    if len(counts) == 2:
+        d = d[:, None] * counts[1].count[None, :]
+    return d
+
+
+def clear_pooling_cache() -> None:
+    """Drop the cached pooling index tables, window matrices and divisors."""
+    _pool_max_table.cache_clear()
+    _pool_adaptive_max_table.cache_clear()
+    _pool_avg_matrix.cache_clear()
+    _pool_adaptive_avg_matrix.cache_clear()
+    _pool_divisor.cache_clear()
+
+
+# ---------------------------------------------------------------------------------------------
+# The two compositions.
+
+
+def _pool_batched(x: torch.Tensor, nd: int) -> Tuple[torch.Tensor, bool]:
+    """``x`` with a batch dim (unbatched input gets one of size 1), and whether it was added."""
+    if x.dim() == nd + 1:
+        return x.unsqueeze(0), True
+    return x, False
+
+
+def _pool_max_apply(
+    x: torch.Tensor, table: _PoolTable, out_sizes: Tuple[int, ...], channels_last: bool
+) -> Tuple[torch.Tensor, torch.Tensor]:
+    """Max pool of batched ``x`` (N, C, *S) by an index table: (values, flat indices)."""
+    n, c = x.shape[0], x.shape[1]
+    p, k = table.windows, table.size
+    if channels_last:  # pool the (N, H*W, C) view: every step moves whole C-vectors
+        xf = x.permute(0, 2, 3, 1).reshape(n, -1, c)
+        sdim = 1
+        win = xf.detach().index_select(1, table.flat).reshape(n, p, k, c)
+        kdim = 2
+    else:
+        xf = x.reshape(n, c, -1)
+        sdim = 2
+        win = xf.detach().index_select(2, table.flat).reshape(n, c, p, k)
+        kdim = 3
+    # argmax keeps the first maximum, as torch's kernels (`val > maxval || isnan(val)`) do for
+    # numbers; for NaN they keep the last NaN of the window, found here without branching on
+    # data when tracing.
+    pick = win.argmax(kdim, keepdim=True)
+    value = win.gather(kdim, pick)
+    has_nan = value.isnan()
+    if torch._C._len_torch_dispatch_stack() > 0 or torch.compiler.is_compiling() or bool(has_nan.any()):
+        shape = [1] * win.dim()
+        shape[kdim] = k
+        last_nan = (win.isnan() * table.positions.reshape(shape)).argmax(kdim, keepdim=True)
+        pick = torch.where(has_nan, last_nan, pick)
+    pick = pick.squeeze(kdim)  # (N, C, P) or (N, P, C): position inside the window
+    base = table.base[:, None] if channels_last else table.base
+    index = table.flat.index_select(0, (pick + base).reshape(-1)).reshape(pick.shape)
+    out = xf.gather(sdim, index)
+    if channels_last:
+        shape = (n,) + out_sizes + (c,)
+        return out.reshape(shape).permute(0, 3, 1, 2), index.reshape(shape).permute(0, 3, 1, 2)
+    return out.reshape((n, c) + out_sizes), index.reshape((n, c) + out_sizes)
+
+
+def _pool_sum_apply(x: torch.Tensor, mats: Sequence[torch.Tensor], channels_last: bool) -> torch.Tensor:
+    """Window sums of batched ``x`` (N, C, *S): a GEMM per axis with its (out, in) 0/1 matrix."""
+    n, c = x.shape[0], x.shape[1]
+    if channels_last:
+        a_h, a_w = mats
+        h, w = x.shape[2], x.shape[3]
+        ho, wo = a_h.shape[0], a_w.shape[0]
+        xv = x.permute(0, 2, 3, 1).reshape(n, h, w * c)  # the (N, H, W, C) view, no copy
+        y = torch.bmm(a_h.expand(n, ho, h), xv)  # (N, Ho, W*C)
+        y = torch.bmm(a_w.expand(n * ho, wo, w), y.reshape(n * ho, w, c))  # (N*Ho, Wo, C)
+        return y.reshape(n, ho, wo, c).permute(0, 3, 1, 2)
+    a_w = mats[-1]
+    w, wo = x.shape[-1], a_w.shape[0]
+    y = torch.mm(x.reshape(-1, w), a_w.t())  # W axis: (N*C*H, Wo)
+    if len(mats) == 1:
+        return y.reshape(n, c, wo)
+    a_h = mats[0]
+    h, ho = x.shape[2], a_h.shape[0]
+    y = torch.bmm(a_h.expand(n * c, ho, h), y.reshape(n * c, h, wo))  # H axis
+    return y.reshape(n, c, ho, wo)
+
+
+def _pool_avg_core(
+    x: torch.Tensor, meta: torch.Tensor, nd: int, axes: Sequence[_PoolMatrix], override: Optional[int]
+) -> torch.Tensor:
+    xb, added = _pool_batched(x, nd)
+    cl = not added and _pool_channels_last(x, meta)
+    dtype = x.dtype
+    if dtype in (torch.float16, torch.bfloat16):
+        xb = xb.to(torch.float32)  # ATen accumulates and divides in float32 for these
+    y = _pool_sum_apply(xb, [m.matrix for m in axes], cl)
+    y = y / _pool_constants(_pool_divisor, tuple(axes), override)
+    if y.dtype != dtype:
+        y = y.to(dtype)
+    return y.squeeze(0) if added else y
+
+
+def _pool_max_core(
+    x: torch.Tensor, meta: torch.Tensor, nd: int, table: _PoolTable
+) -> Tuple[torch.Tensor, torch.Tensor]:
+    xb, added = _pool_batched(x, nd)
+    cl = not added and _pool_channels_last(x, meta)
+    out_sizes = tuple(meta.shape[-nd:])
+    out, index = _pool_max_apply(xb, table, out_sizes, cl)
+    if added:
+        return out.squeeze(0), index.squeeze(0)
+    return out, index
+
+
+# ---------------------------------------------------------------------------------------------
+# Max pooling.
+
+
+def _pool_max(nd: int, x, kernel_size, stride, padding, dilation, ceil_mode, return_indices):
+    with_indices = F.max_pool2d_with_indices if nd == 2 else F.max_pool1d_with_indices
+    meta = _pool_meta(with_indices, x, kernel_size, stride, padding, dilation, ceil_mode, True)
+    table = None
+    if meta is not None and meta.numel() > 0:
+        kernel = _pool_ints(kernel_size, nd)
+        key = (
+            tuple(x.shape[-nd:]),
+            tuple(meta.shape[-nd:]),
+            kernel,
+            _pool_ints(stride, nd, kernel),
+            _pool_ints(padding, nd),
+            _pool_ints(dilation, nd),
+            x.device,
+        )
+        table = _pool_constants(_pool_max_table, *key)
+    if table is None or x.numel() == 0:  # rejected, empty, or a window outside the input
+        torch_fn = F.max_pool2d if nd == 2 else F.max_pool1d  # so torch raises or computes
+        return torch_fn(x, kernel_size, stride, padding, dilation, ceil_mode, return_indices)
+    out, index = _pool_max_core(x, meta, nd, table)
+    return (out, index) if return_indices else out
+
+
+def max_pool2d(
+    input: torch.Tensor,
+    kernel_size: _PoolArg,
+    stride: _PoolOptArg = None,
+    padding: _PoolArg = 0,
+    dilation: _PoolArg = 1,
+    ceil_mode: bool = False,
+    return_indices: bool = False,
+):
+    r"""``F.max_pool2d`` (same signature, output, indices and gradient) for candle.
+
+    Input (N, C, H, W) or (C, H, W), any float dtype. Output ``(…, H_out, W_out)`` with
+    ``H_out = floor((H + 2p - d(k - 1) - 1 + (ceil_mode ? s - 1 : 0)) / s) + 1``, dropping a last
+    window that starts in the right padding (likewise W); torch checks the arguments. Window
+    ``(i, j)`` reads rows ``i*s_h - p_h + a*d_h`` and columns ``j*s_w - p_w + b*d_w``; elements
+    in the padding never win. A channels_last input gives a channels_last output.
+
+    **Exactness.** Values and ``return_indices`` (flat ``h * W + w`` per plane, int64) equal
+    torch's bitwise, including ties (the first maximum in row-major window order wins) and NaN
+    (a window with NaN yields NaN, and its index is the window's last NaN, as in ATen's
+    ``val > maxval || isnan(val)``). The gradient is the output gradient added at the chosen
+    element of every window (accumulating where windows overlap), as torch's.
+
+    **Composition.** Once per (sizes, arguments, device), a host-built table ``T`` (P, K) of flat
+    input indices for each output position's window (K = k_h * k_w, out-of-input positions
+    replaced by the window's first / last in-bound element). Then, on ``xf = x.reshape(N, C,
+    H*W)``: ``win = xf.detach().index_select(2, T.flatten()).reshape(N, C, P, K)``,
+    ``pick = win.argmax(-1)`` (no gradient), ``idx = T.flatten()[pick + K * arange(P)]``
+    (integers), ``out = xf.gather(2, idx)``: the only op on the gradient path is ``gather``,
+    whose backward scatters into zeros, i.e. torch's max-pool backward. channels_last input
+    works on the (N, H*W, C) view (dim 1).
+
+    The same in candle (Rust), for ``x: Tensor`` (n, c, h, w)::
+
+        // Host side, once: t (u32, P*K) and base = (0..P) * K (u32, P) as above.
+        let xf = x.reshape((n, c, h * w))?;
+        let win = xf.detach().index_select(&t, 2)?.reshape((n, c, p, k))?;   // no graph
+        let pick = win.argmax_keepdim(3)?.squeeze(3)?;          // u32, Reduce ArgMax: no grad
+        // last NaN of a window, only if the model can produce NaN (ne(x, x) marks NaN):
+        //   let nan = win.ne(&win)?.to_dtype(U32)?.broadcast_mul(&positions)?.argmax_keepdim(3)?;
+        //   pick = has_nan.where_cond(&nan, &pick)?;
+        let idx = t.index_select(&pick.broadcast_add(&base)?.flatten_all()?, 0)?
+                   .reshape((n, c, p))?;                         // u32, no grad
+        let out = xf.gather(&idx, 2)?.reshape((n, c, h_out, w_out))?;  // Op::Gather: bwd exact
+        // Never candle's max_pool2d: its backward bails (k != s) or is wrong (k == s).
+
+    Falls back to ``F.max_pool2d`` itself for non-floating dtypes, for arguments torch rejects
+    (so torch raises), for empty outputs, and for a window with no element inside the input
+    (possible only with dilation > 1; torch then returns -inf with an index past the window).
+    """
+    return _pool_max(2, input, kernel_size, stride, padding, dilation, ceil_mode, return_indices)
+
+
+def max_pool2d_with_indices(
+    input: torch.Tensor,
+    kernel_size: _PoolArg,
+    stride: _PoolOptArg = None,
+    padding: _PoolArg = 0,
+    dilation: _PoolArg = 1,
+    ceil_mode: bool = False,
+    return_indices: bool = False,
+) -> Tuple[torch.Tensor, torch.Tensor]:
+    """``F.max_pool2d_with_indices``: :func:`max_pool2d` returning (values, indices) always."""
+    return _pool_max(2, input, kernel_size, stride, padding, dilation, ceil_mode, True)
+
+
+def max_pool1d(
+    input: torch.Tensor,
+    kernel_size: _PoolArg,
+    stride: _PoolOptArg = None,
+    padding: _PoolArg = 0,
+    dilation: _PoolArg = 1,
+    ceil_mode: bool = False,
+    return_indices: bool = False,
+):
+    """``F.max_pool1d`` for candle: :func:`max_pool2d`'s composition on the one axis of an
+    (N, C, L) or (C, L) input (indices are positions in L)."""
+    return _pool_max(1, input, kernel_size, stride, padding, dilation, ceil_mode, return_indices)
+
+
+def max_pool1d_with_indices(
+    input: torch.Tensor,
+    kernel_size: _PoolArg,
+    stride: _PoolOptArg = None,
+    padding: _PoolArg = 0,
+    dilation: _PoolArg = 1,
+    ceil_mode: bool = False,
+    return_indices: bool = False,
+) -> Tuple[torch.Tensor, torch.Tensor]:
+    """``F.max_pool1d_with_indices``: :func:`max_pool1d` returning (values, indices) always."""
+    return _pool_max(1, input, kernel_size, stride, padding, dilation, ceil_mode, True)
+
+
+# ---------------------------------------------------------------------------------------------
+# Average pooling.
+
+
+def _pool_avg(nd: int, torch_fn, x, args, kernel_size, stride, padding, ceil_mode, count_include_pad, override):
+    meta = _pool_meta(torch_fn, x, *args)
+    if meta is None or meta.numel() == 0 or x.numel() == 0:
+        return torch_fn(x, *args)
+    kernel = _pool_ints(kernel_size, nd)
+    strides = _pool_ints(stride, nd, kernel)
+    pads = _pool_ints(padding, nd)
+    axes = tuple(
+        _pool_constants(
+            _pool_avg_matrix, n, o, k, s, p, bool(count_include_pad), _pool_compute_dtype(x), x.device
+        )
+        for n, o, k, s, p in zip(x.shape[-nd:], meta.shape[-nd:], kernel, strides, pads)
+    )
+    return _pool_avg_core(x, meta, nd, axes, None if override is None else int(override))
+
+
+def _pool_compute_dtype(x: torch.Tensor) -> torch.dtype:
+    return torch.float32 if x.dtype in (torch.float16, torch.bfloat16) else x.dtype
+
+
+def avg_pool2d(
+    input: torch.Tensor,
+    kernel_size: _PoolArg,
+    stride: _PoolOptArg = None,
+    padding: _PoolArg = 0,
+    ceil_mode: bool = False,
+    count_include_pad: bool = True,
+    divisor_override: Optional[int] = None,
+) -> torch.Tensor:
+    r"""``F.avg_pool2d`` (same signature, output shape, memory format, gradient) for candle.
+
+    Window ``(i, j)`` covers rows ``[i*s_h - p_h, i*s_h - p_h + k_h)`` (likewise columns); zero
+    padding. ``out = window sum / divisor`` with ATen's divisor: ``divisor_override`` if given;
+    else with ``count_include_pad`` the window clipped to the padded input, ``(min(hs + k_h, H +
+    p_h) - hs) * (min(ws + k_w, W + p_w) - ws)`` (smaller than ``k_h * k_w`` only for a ceil_mode
+    window running past the padding); else the number of in-bound elements. Output sizes as
+    :func:`max_pool2d` with dilation 1; torch checks the arguments.
+
+    **Precision.** Equal to torch to float rounding (summation order differs): float32 <= 1e-6
+    for inputs in [-1, 1], float64 <= 1e-12. float16 / bfloat16 are summed and divided in float32
+    and rounded once, as ATen does (so they may differ from torch by one ulp of the output dtype).
+
+    **Composition.** Per axis a host-built (out, in) 0/1 matrix ``A`` (``A[o, q] = 1`` for the
+    in-bound ``q`` of window ``o``), then ``y = (A_h @ x @ A_w^T) / D`` with the constant
+    divisor ``D`` (H_out, W_out). Backward is ``A_h^T (G / D) A_w``: each window's gradient
+    spread evenly over its in-bound elements, as torch's.
+
+    The same in candle (Rust), for ``x: Tensor`` (n, c, h, w)::
+
+        let y = x.broadcast_matmul(&a_w.t()?)?;          // Op::Matmul: (n, c, h, w_out)
+        let y = a_h.broadcast_matmul(&y)?;               // (h_out, h) @ (n, c, h, w_out)
+        let y = y.broadcast_div(&d)?;                    // Op::Binary Div by a constant
+        // f16 / bf16: to_dtype(F32) first, to_dtype(orig) last. Never candle's avg_pool2d:
+        // its backward bails for k != s and is wrong when H or W % k != 0.
+
+    channels_last input is pooled as its (N, H, W, C) view (two bmm) and returned channels_last.
+    Falls back to ``F.avg_pool2d`` itself for non-floating dtypes and rejected arguments.
+    """
+    args = (kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override)
+    return _pool_avg(2, F.avg_pool2d, input, args, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override)
+
+
+def avg_pool1d(
+    input: torch.Tensor,
+    kernel_size: _PoolArg,
+    stride: _PoolOptArg = None,
+    padding: _PoolArg = 0,
+    ceil_mode: bool = False,
+    count_include_pad: bool = True,
+) -> torch.Tensor:
+    """``F.avg_pool1d`` for candle: :func:`avg_pool2d`'s composition (one GEMM with the 0/1
+    window matrix, then the divisor) on the one axis of an (N, C, L) or (C, L) input."""
+    args = (kernel_size, stride, padding, ceil_mode, count_include_pad)
+    return _pool_avg(1, F.avg_pool1d, input, args, kernel_size, stride, padding, ceil_mode, count_include_pad, None)
+
+
+# ---------------------------------------------------------------------------------------------
+# Adaptive pooling.
+
+
+def adaptive_avg_pool2d(input: torch.Tensor, output_size) -> torch.Tensor:
+    r"""``F.adaptive_avg_pool2d`` for candle (output_size an int, a pair, None entries keep the
+    input size).
+
+    Output row ``i`` averages input rows ``[floor(i*H/H_out), ceil((i+1)*H/H_out))`` (ATen's
+    windows; likewise columns): ``y = (A_h @ x @ A_w^T) / D`` with 0/1 window matrices and the
+    constant window sizes ``D``, i.e. :func:`avg_pool2d`'s composition and candle recipe with
+    other matrices. Precision as :func:`avg_pool2d`; channels_last in, channels_last out.
+    """
+    return _pool_adaptive_avg(2, F.adaptive_avg_pool2d, input, output_size)
+
+
+def adaptive_avg_pool1d(input: torch.Tensor, output_size) -> torch.Tensor:
+    """``F.adaptive_avg_pool1d`` for candle: :func:`adaptive_avg_pool2d` on one axis."""
+    return _pool_adaptive_avg(1, F.adaptive_avg_pool1d, input, output_size)
+
+
+def _pool_adaptive_avg(nd: int, torch_fn, x, output_size):
+    meta = _pool_meta(torch_fn, x, output_size)
+    if meta is None or meta.numel() == 0 or x.numel() == 0:
+        return torch_fn(x, output_size)
+    dtype = _pool_compute_dtype(x)
+    axes = tuple(
+        _pool_constants(_pool_adaptive_avg_matrix, n, o, dtype, x.device)
+        for n, o in zip(x.shape[-nd:], meta.shape[-nd:])
+    )
+    return _pool_avg_core(x, meta, nd, axes, None)
+
+
+def _pool_adaptive_max(nd: int, x, output_size, return_indices):
+    with_indices = F.adaptive_max_pool2d_with_indices if nd == 2 else F.adaptive_max_pool1d_with_indices
+    meta = _pool_meta(with_indices, x, output_size, True)
+    if meta is None or meta.numel() == 0 or x.numel() == 0:
+        torch_fn = F.adaptive_max_pool2d if nd == 2 else F.adaptive_max_pool1d  # torch raises or computes
+        return torch_fn(x, output_size, return_indices)
+    key = (tuple(x.shape[-nd:]), tuple(meta.shape[-nd:]), x.device)
+    table = _pool_constants(_pool_adaptive_max_table, *key)
+    out, index = _pool_max_core(x, meta, nd, table)
+    return (out, index) if return_indices else out
+
+
+def adaptive_max_pool2d(input: torch.Tensor, output_size, return_indices: bool = False):
+    r"""``F.adaptive_max_pool2d`` for candle: values, indices and gradient equal to torch's.
+
+    Window ``(i, j)`` covers ATen's adaptive rows ``[floor(i*H/H_out), ceil((i+1)*H/H_out))``
+    and columns; windows of different sizes are padded to the longest by repeating their last
+    element. Then :func:`max_pool2d`'s composition and candle recipe (index table, detached
+    ``index_select`` + ``argmax``, integer look-up, ``gather``); ties and NaN as there.
+    """
+    return _pool_adaptive_max(2, input, output_size, return_indices)
+
+
+def adaptive_max_pool2d_with_indices(input: torch.Tensor, output_size, return_indices: bool = False):
+    """``F.adaptive_max_pool2d_with_indices``: (values, indices) always."""
+    return _pool_adaptive_max(2, input, output_size, True)
+
+
+def adaptive_max_pool1d(input: torch.Tensor, output_size, return_indices: bool = False):
+    """``F.adaptive_max_pool1d`` for candle: :func:`adaptive_max_pool2d` on one axis."""
+    return _pool_adaptive_max(1, input, output_size, return_indices)
+
+
+def adaptive_max_pool1d_with_indices(input: torch.Tensor, output_size, return_indices: bool = False):
+    """``F.adaptive_max_pool1d_with_indices``: (values, indices) always."""
+    return _pool_adaptive_max(1, input, output_size, True)
