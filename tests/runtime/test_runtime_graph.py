@@ -125,3 +125,41 @@ def test_interpolate_bilinear_is_traced_through_our_op(antialias):
     gm = make_fx(lambda t: interpolate(t, scale_factor=2, mode="bilinear", antialias=antialias))(x)
     assert _tainted_ops(gm) <= set(ALLOWED)
     assert not any("upsample" in op for op in _all_ops(gm))
+
+
+MODE_CASES = [
+    pytest.param("nearest", (2, 3, 7), dict(scale_factor=2.5), False, id="nearest-1d"),
+    pytest.param("nearest", (2, 3, 5, 6), dict(scale_factor=(1.7, 0.6)), False, id="nearest-2d"),
+    pytest.param("nearest", (2, 3, 5, 6), dict(size=(11, 4)), True, id="nearest-2d-channels-last"),
+    pytest.param("nearest", (1, 2, 3, 4, 5), dict(size=(7, 2, 9)), True, id="nearest-3d-channels-last"),
+    pytest.param("nearest-exact", (2, 3, 5, 6), dict(scale_factor=2.3), False, id="nearest-exact-2d"),
+    pytest.param("nearest-exact", (1, 2, 3, 4, 5), dict(scale_factor=(0.7, 1.5, 2)), False, id="nearest-exact-3d"),
+    pytest.param("bicubic", (2, 3, 5, 6), dict(size=(9, 4)), False, id="bicubic"),
+    pytest.param("bicubic", (2, 3, 5, 6), dict(scale_factor=2.2, align_corners=True), True, id="bicubic-ac-channels-last"),
+    pytest.param("bicubic", (2, 3, 9, 8), dict(scale_factor=0.4, antialias=True), False, id="bicubic-aa"),
+    pytest.param("trilinear", (1, 2, 3, 4, 5), dict(scale_factor=(1.5, 0.5, 2)), False, id="trilinear"),
+    pytest.param("trilinear", (1, 2, 3, 4, 150), dict(size=(5, 5, 300)), True, id="trilinear-long-channels-last"),
+    pytest.param("area", (2, 3, 7), dict(size=3), False, id="area-1d"),
+    pytest.param("area", (2, 3, 7, 9), dict(size=(3, 4)), True, id="area-2d-channels-last"),
+    pytest.param("area", (1, 2, 5, 7, 9), dict(size=(2, 3, 4)), False, id="area-3d"),
+]
+
+
+@pytest.mark.parametrize(("mode", "shape", "kwargs", "channels_last"), MODE_CASES)
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16], ids=["fp32", "fp16"])
+def test_every_mode_uses_only_allowed_ops(mode, shape, kwargs, channels_last, dtype):
+    if kwargs.get("antialias") and dtype != torch.float32:
+        pytest.skip("antialias is float32 / float64 only")
+    x = torch.rand(shape, dtype=dtype)
+    if channels_last:
+        x = x.contiguous(memory_format=torch.channels_last if x.dim() == 4 else torch.channels_last_3d)
+
+    def f(t):
+        return interpolate(t, mode=mode, **kwargs)
+
+    gm = make_fx(f)(x)
+    used = _tainted_ops(gm)
+    assert used, "nothing traced"
+    assert used <= set(ALLOWED), f"not candle-differentiable: {sorted(used - set(ALLOWED))}"
+    assert not any(h in op for op in _all_ops(gm) for h in FORBIDDEN_HINTS)
+    torch.testing.assert_close(gm(x), f(x), rtol=0, atol=0)
