@@ -262,34 +262,26 @@ def _pool_max_apply(
     """Max pool of batched ``x`` (N, C, *S) by an index table: (values, flat indices)."""
     n, c = x.shape[0], x.shape[1]
     p, k = table.windows, table.size
-    if channels_last:  # pool the (N, H*W, C) view: every step moves whole C-vectors
-        xf = x.permute(0, 2, 3, 1).reshape(n, -1, c)
-        sdim = 1
-        win = xf.detach().index_select(1, table.flat).reshape(n, p, k, c)
-        kdim = 2
-    else:
-        xf = x.reshape(n, c, -1)
-        sdim = 2
-        win = xf.detach().index_select(2, table.flat).reshape(n, c, p, k)
-        kdim = 3
+    # The choice, without gradient, on the (N, C, S) layout (a copy for channels_last input:
+    # argmax over the last dim is several times faster than over a strided one).
+    sel = x.detach().reshape(n, c, -1)
+    win = sel.index_select(2, table.flat).reshape(n, c, p, k)
     # argmax keeps the first maximum, as torch's kernels (`val > maxval || isnan(val)`) do for
-    # numbers; for NaN they keep the last NaN of the window, found here without branching on
-    # data when tracing.
-    pick = win.argmax(kdim, keepdim=True)
-    value = win.gather(kdim, pick)
-    has_nan = value.isnan()
+    # numbers; for NaN they keep the last NaN of the window. That correction runs only when a
+    # window holds NaN (always when tracing: no branch on data there).
+    pick = win.argmax(3, keepdim=True)
+    has_nan = win.gather(3, pick).isnan()
     if torch._C._len_torch_dispatch_stack() > 0 or torch.compiler.is_compiling() or bool(has_nan.any()):
-        shape = [1] * win.dim()
-        shape[kdim] = k
-        last_nan = (win.isnan() * table.positions.reshape(shape)).argmax(kdim, keepdim=True)
+        last_nan = (win.isnan() * table.positions).argmax(3, keepdim=True)
         pick = torch.where(has_nan, last_nan, pick)
-    pick = pick.squeeze(kdim)  # (N, C, P) or (N, P, C): position inside the window
-    base = table.base[:, None] if channels_last else table.base
-    index = table.flat.index_select(0, (pick + base).reshape(-1)).reshape(pick.shape)
-    out = xf.gather(sdim, index)
-    if channels_last:
+    pick = pick.squeeze(3)  # (N, C, P): position inside the window
+    index = table.flat.index_select(0, (pick + table.base).reshape(-1)).reshape(n, c, p)
+    if channels_last:  # gather from the (N, H*W, C) view: the gradient path stays channels_last
+        index = index.transpose(1, 2)
+        out = x.permute(0, 2, 3, 1).reshape(n, -1, c).gather(1, index)
         shape = (n,) + out_sizes + (c,)
-        return out.reshape(shape).permute(0, 3, 1, 2), index.reshape(shape).permute(0, 3, 1, 2)
+        return out.reshape(shape).permute(0, 3, 1, 2), index.contiguous().reshape(shape).permute(0, 3, 1, 2)
+    out = x.reshape(n, c, -1).gather(2, index)
     return out.reshape((n, c) + out_sizes), index.reshape((n, c) + out_sizes)
 
 
@@ -399,7 +391,7 @@ def max_pool2d(
     ``pick = win.argmax(-1)`` (no gradient), ``idx = T.flatten()[pick + K * arange(P)]``
     (integers), ``out = xf.gather(2, idx)``: the only op on the gradient path is ``gather``,
     whose backward scatters into zeros, i.e. torch's max-pool backward. channels_last input
-    works on the (N, H*W, C) view (dim 1).
+    picks on a contiguous copy (no gradient) and gathers from its (N, H*W, C) view (dim 1).
 
     The same in candle (Rust), for ``x: Tensor`` (n, c, h, w)::
 

@@ -1,0 +1,100 @@
+"""``nn.MaxPool2d`` and the other pooling modules, with forwards from :mod:`.pooling`.
+
+Each class subclasses its torch counterpart and only replaces ``forward``, so constructor,
+attributes, ``repr``/``extra_repr``, (empty) ``state_dict`` and ``isinstance`` checks are torch's
+own; the forward composes only ops candle can differentiate.
+"""
+
+from __future__ import annotations
+
+import torch
+from torch import nn
+
+from .pooling import (
+    adaptive_avg_pool1d,
+    adaptive_avg_pool2d,
+    adaptive_max_pool1d,
+    adaptive_max_pool2d,
+    avg_pool1d,
+    avg_pool2d,
+    max_pool1d,
+    max_pool2d,
+)
+
+__all__ = [
+    "AdaptiveAvgPool1d",
+    "AdaptiveAvgPool2d",
+    "AdaptiveMaxPool1d",
+    "AdaptiveMaxPool2d",
+    "AvgPool1d",
+    "AvgPool2d",
+    "MaxPool1d",
+    "MaxPool2d",
+]
+
+
+class MaxPool1d(nn.MaxPool1d):
+    """``torch.nn.MaxPool1d`` whose forward is :func:`max_pool1d` (candle-trainable)."""
+
+    def forward(self, input: torch.Tensor):
+        return max_pool1d(
+            input, self.kernel_size, self.stride, self.padding, self.dilation,
+            ceil_mode=self.ceil_mode, return_indices=self.return_indices,
+        )
+
+
+class MaxPool2d(nn.MaxPool2d):
+    """``torch.nn.MaxPool2d`` whose forward is :func:`max_pool2d` (candle-trainable)."""
+
+    def forward(self, input: torch.Tensor):
+        return max_pool2d(
+            input, self.kernel_size, self.stride, self.padding, self.dilation,
+            ceil_mode=self.ceil_mode, return_indices=self.return_indices,
+        )
+
+
+class AvgPool1d(nn.AvgPool1d):
+    """``torch.nn.AvgPool1d`` whose forward is :func:`avg_pool1d` (candle-trainable)."""
+
+    def forward(self, input: torch.Tensor) -> torch.Tensor:
+        return avg_pool1d(
+            input, self.kernel_size, self.stride, self.padding, self.ceil_mode, self.count_include_pad
+        )
+
+
+class AvgPool2d(nn.AvgPool2d):
+    """``torch.nn.AvgPool2d`` whose forward is :func:`avg_pool2d` (candle-trainable)."""
+
+    def forward(self, input: torch.Tensor) -> torch.Tensor:
+        return avg_pool2d(
+            input, self.kernel_size, self.stride, self.padding, self.ceil_mode,
+            self.count_include_pad, self.divisor_override,
+        )
+
+
+class AdaptiveAvgPool1d(nn.AdaptiveAvgPool1d):
+    """``torch.nn.AdaptiveAvgPool1d`` whose forward is :func:`adaptive_avg_pool1d`."""
+
+    def forward(self, input: torch.Tensor) -> torch.Tensor:
+        return adaptive_avg_pool1d(input, self.output_size)
+
+
+class AdaptiveAvgPool2d(nn.AdaptiveAvgPool2d):
+    """``torch.nn.AdaptiveAvgPool2d`` whose forward is :func:`adaptive_avg_pool2d`."""
+
+    def forward(self, input: torch.Tensor) -> torch.Tensor:
+        return adaptive_avg_pool2d(input, self.output_size)
+
+
+class AdaptiveMaxPool1d(nn.AdaptiveMaxPool1d):
+    """``torch.nn.AdaptiveMaxPool1d`` whose forward is :func:`adaptive_max_pool1d`."""
+
+    def forward(self, input: torch.Tensor):
+        return adaptive_max_pool1d(input, self.output_size, self.return_indices)
+
+
+class AdaptiveMaxPool2d(nn.AdaptiveMaxPool2d):
+    """``torch.nn.AdaptiveMaxPool2d`` whose forward is :func:`adaptive_max_pool2d`."""
+
+    def forward(self, input: torch.Tensor):
+        return adaptive_max_pool2d(input, self.output_size, self.return_indices)

@@ -1,0 +1,118 @@
+"""The pooling runtime touches the input only through ops candle can differentiate.
+
+Traced with make_fx, as tests/runtime/test_runtime_graph.py does for resize: every node whose value
+depends on the input must be an aten op in ALLOWED. Ops on tensors built from sizes alone (index
+tables, window matrices, divisors) are free: candle computes them on the host as constants. Ops
+after ``detach`` carry no gradient in candle either (argmax / comparisons give integers); they are
+allowed, but no max-type reduction may touch the input on the gradient path.
+"""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from torch.fx.experimental.proxy_tensor import make_fx
+
+from candle_port.runtime import pooling as P
+from candle_port.runtime import pooling_modules as M
+
+# aten op -> the candle op it maps to (../shared/candle-ops.md section 2.1)
+ALLOWED = {
+    "index_select": "index_select (Op::IndexSelect)",
+    "gather": "gather (Op::Gather; backward scatter_add into zeros, correct)",
+    "mm": "matmul (Op::Matmul)",
+    "bmm": "matmul (Op::Matmul)",
+    "mul": "broadcast_mul (Op::Binary Mul)",
+    "add": "broadcast_add (Op::Binary Add)",
+    "div": "broadcast_div (Op::Binary Div)",
+    "expand": "broadcast_as (Op::Broadcast)",
+    "view": "reshape (Op::Reshape)",
+    "_unsafe_view": "reshape (Op::Reshape)",
+    "reshape": "reshape (Op::Reshape)",
+    "unsqueeze": "unsqueeze (Op::Reshape)",
+    "squeeze": "squeeze (Op::Reshape)",
+    "permute": "permute (Op::Permute)",
+    "transpose": "transpose (Op::Transpose)",
+    "t": "t (Op::Transpose)",
+    "slice": "narrow (Op::Narrow)",
+    "clone": "copy / contiguous (Op::Copy)",
+    "_to_copy": "to_dtype (Op::ToDType)",
+    "alias": "view (no op)",
+    # no gradient: the choice of the max-pool element
+    "detach": "detach (no op recorded)",
+    "argmax": "argmax_keepdim (Reduce ArgMax, never recorded)",
+    "isnan": "ne(x, x) (Op::Cmp, u8, pruned)",
+    "where": "where_cond on integer indices (no gradient)",
+}
+FORBIDDEN_HINTS = ("pool", "scatter", "index_put", "im2col", "unfold")
+FORBIDDEN = {"max", "amax", "maximum", "min", "amin", "sort", "topk"}  # anywhere in the graph
+# ops allowed only after a detach (they would give candle a wrong or no gradient otherwise)
+NO_GRAD_ONLY = {"argmax", "isnan", "where"}
+
+CASES = [
+    pytest.param(lambda x: P.max_pool2d(x, 3, 2, 1, return_indices=True), (2, 3, 9, 8), False, id="max2d"),
+    pytest.param(lambda x: P.max_pool2d(x, 3, 2, 1), (2, 3, 9, 8), True, id="max2d-channels-last"),
+    pytest.param(lambda x: P.max_pool2d(x, (2, 3), 1, 1, 2, True), (2, 3, 9, 8), False, id="max2d-dilated-ceil"),
+    pytest.param(lambda x: P.max_pool2d(x, 2), (3, 9, 8), False, id="max2d-unbatched"),
+    pytest.param(lambda x: P.max_pool1d(x, 3, 2, 1), (2, 3, 9), False, id="max1d"),
+    pytest.param(lambda x: P.avg_pool2d(x, 3, 2, 1, True, False), (2, 3, 9, 8), False, id="avg2d"),
+    pytest.param(lambda x: P.avg_pool2d(x, 3, 1, 1, divisor_override=2), (2, 3, 9, 8), True, id="avg2d-channels-last"),
+    pytest.param(lambda x: P.avg_pool2d(x.half(), 2), (2, 3, 9, 8), False, id="avg2d-half"),
+    pytest.param(lambda x: P.avg_pool1d(x, 3, 2, 1), (2, 3, 9), False, id="avg1d"),
+    pytest.param(lambda x: P.adaptive_avg_pool2d(x, (4, 3)), (2, 3, 9, 8), False, id="adaptive-avg2d"),
+    pytest.param(lambda x: P.adaptive_avg_pool2d(x, 1), (2, 3, 9, 8), True, id="adaptive-avg2d-global-cl"),
+    pytest.param(lambda x: P.adaptive_avg_pool1d(x, 4), (2, 3, 9), False, id="adaptive-avg1d"),
+    pytest.param(lambda x: P.adaptive_max_pool2d(x, (4, 3), True), (2, 3, 9, 8), False, id="adaptive-max2d"),
+    pytest.param(lambda x: P.adaptive_max_pool1d(x, 4), (2, 3, 9), False, id="adaptive-max1d"),
+    pytest.param(M.MaxPool2d(3, 2, 1), (2, 3, 9, 8), False, id="module-MaxPool2d"),
+    pytest.param(M.AdaptiveAvgPool2d(7), (2, 3, 9, 8), False, id="module-AdaptiveAvgPool2d"),
+]
+
+
+def _name(target) -> str:
+    return getattr(getattr(target, "overloadpacket", None), "__name__", None) or str(target)
+
+
+def _tainted(gm: torch.fx.GraphModule) -> tuple[set[str], set[str]]:
+    """Names of the ops whose inputs depend on the first placeholder: (with gradient, detached)."""
+    grad: set[torch.fx.Node] = set()
+    nograd: set[torch.fx.Node] = set()
+    grad_ops: set[str] = set()
+    nograd_ops: set[str] = set()
+    for node in gm.graph.nodes:
+        if node.op == "placeholder":
+            if not grad:  # the first placeholder is the input
+                grad.add(node)
+            continue
+        if node.op != "call_function":
+            continue
+        deps = node.all_input_nodes
+        name = _name(node.target)
+        if any(d in grad for d in deps) and name != "detach":
+            grad.add(node)
+            grad_ops.add(name)
+        elif any(d in grad or d in nograd for d in deps):
+            nograd.add(node)
+            nograd_ops.add(name)
+    return grad_ops, nograd_ops
+
+
+@pytest.mark.parametrize(("fn", "shape", "channels_last"), CASES)
+def test_forward_graph_uses_only_allowed_ops(fn, shape, channels_last):
+    x = torch.rand(shape, dtype=torch.float64)
+    if channels_last:
+        x = x.contiguous(memory_format=torch.channels_last)
+    gm = make_fx(fn)(x)
+    grad_ops, nograd_ops = _tainted(gm)
+    assert grad_ops, "nothing traced"
+    on_path = set(ALLOWED) - NO_GRAD_ONLY
+    assert grad_ops <= on_path, f"on the gradient path: {sorted(grad_ops - on_path)}"
+    assert nograd_ops <= set(ALLOWED), f"not candle ops: {sorted(nograd_ops - set(ALLOWED))}"
+    all_ops = {_name(n.target) for n in gm.graph.nodes if n.op == "call_function"}
+    assert not any(h in op for op in all_ops for h in FORBIDDEN_HINTS), sorted(all_ops)
+    assert not all_ops & FORBIDDEN, sorted(all_ops & FORBIDDEN)
+    got, want = gm(x), fn(x)
+    if isinstance(want, tuple):
+        assert all(torch.equal(a, b) for a, b in zip(got, want))
+    else:
+        assert torch.equal(got, want)
