@@ -307,7 +307,9 @@ INVALID = [
     pytest.param(P.max_pool2d, F.max_pool2d, (torch.rand(5, 5), 2), id="max2d-2d-input"),
     pytest.param(P.max_pool1d, F.max_pool1d, (torch.rand(1, 1, 5), 0), id="max1d-kernel-zero"),
     pytest.param(P.max_pool1d, F.max_pool1d, (torch.rand(1, 1, 5), 3, 1, 2), id="max1d-pad-too-big"),
-    pytest.param(P.avg_pool2d, F.avg_pool2d, (torch.rand(1, 1, 5, 5), 2, 2, 0, False, True, 0), id="avg2d-divisor-zero"),
+    pytest.param(
+        P.avg_pool2d, F.avg_pool2d, (torch.rand(1, 1, 5, 5), 2, 2, 0, False, True, 0), id="avg2d-divisor-zero"
+    ),
     pytest.param(P.avg_pool2d, F.avg_pool2d, (torch.rand(1, 1, 5, 5), 7), id="avg2d-output-too-small"),
     pytest.param(P.avg_pool1d, F.avg_pool1d, (torch.rand(1, 1, 5), 3, 1, 2), id="avg1d-pad-too-big"),
     pytest.param(P.adaptive_avg_pool2d, F.adaptive_avg_pool2d, (torch.rand(5, 5), 2), id="aavg2d-2d-input"),
@@ -329,7 +331,9 @@ def test_invalid_arguments_raise_torchs_error(ours, theirs, args):
 
 FALLBACK = [
     pytest.param(P.max_pool2d, F.max_pool2d, torch.arange(50).reshape(1, 2, 5, 5), (3, 2, 1), id="max-int64"),
-    pytest.param(P.adaptive_max_pool2d, F.adaptive_max_pool2d, torch.arange(50).reshape(1, 2, 5, 5), (2,), id="amax-int64"),
+    pytest.param(
+        P.adaptive_max_pool2d, F.adaptive_max_pool2d, torch.arange(50).reshape(1, 2, 5, 5), (2,), id="amax-int64"
+    ),
 ]
 
 

@@ -395,14 +395,17 @@ def max_pool2d(
 
     The same in candle (Rust), for ``x: Tensor`` (n, c, h, w)::
 
-        // Host side, once: t (u32, P*K) and base = (0..P) * K (u32, P) as above.
+        // Host side, once: t (u32, P*K), base = (0..P) * K (u32, P), positions = 1..=K (u32).
         let xf = x.reshape((n, c, h * w))?;
         let win = xf.detach().index_select(&t, 2)?.reshape((n, c, p, k))?;   // no graph
-        let pick = win.argmax_keepdim(3)?.squeeze(3)?;          // u32, Reduce ArgMax: no grad
-        // last NaN of a window, only if the model can produce NaN (ne(x, x) marks NaN):
-        //   let nan = win.ne(&win)?.to_dtype(U32)?.broadcast_mul(&positions)?.argmax_keepdim(3)?;
-        //   pick = has_nan.where_cond(&nan, &pick)?;
-        let idx = t.index_select(&pick.broadcast_add(&base)?.flatten_all()?, 0)?
+        let mut pick = win.argmax_keepdim(3)?;                  // u32, Reduce ArgMax: no grad
+        // candle's CPU argmax replaces only on a strictly greater value (cpu_backend ReduceIndex),
+        // so ties keep the first element, as torch; but it skips NaN, so when the model can make
+        // NaN, pick the last NaN of the window as torch does (u8/u32 ops, no gradient):
+        //   let nan = win.ne(&win)?.to_dtype(DType::U32)?.broadcast_mul(&positions)?;
+        //   let has = nan.max_keepdim(3)?.gt(0u32)?;
+        //   pick = has.where_cond(&nan.argmax_keepdim(3)?, &pick)?;
+        let idx = t.index_select(&pick.squeeze(3)?.broadcast_add(&base)?.flatten_all()?, 0)?
                    .reshape((n, c, p))?;                         // u32, no grad
         let out = xf.gather(&idx, 2)?.reshape((n, c, h_out, w_out))?;  // Op::Gather: bwd exact
         // Never candle's max_pool2d: its backward bails (k != s) or is wrong (k == s).
@@ -458,7 +461,11 @@ def max_pool1d_with_indices(
 # Average pooling.
 
 
-def _pool_avg(nd: int, torch_fn, x, args, kernel_size, stride, padding, ceil_mode, count_include_pad, override):
+def _pool_avg(nd: int, torch_fn, x, args):
+    """``args`` as torch_fn takes them: kernel_size, stride, padding, ceil_mode,
+    count_include_pad[, divisor_override]."""
+    kernel_size, stride, padding, _, count_include_pad = args[:5]
+    override = args[5] if len(args) > 5 else None
     meta = _pool_meta(torch_fn, x, *args)
     if meta is None or meta.numel() == 0 or x.numel() == 0:
         return torch_fn(x, *args)
@@ -517,7 +524,7 @@ def avg_pool2d(
     Falls back to ``F.avg_pool2d`` itself for non-floating dtypes and rejected arguments.
     """
     args = (kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override)
-    return _pool_avg(2, F.avg_pool2d, input, args, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override)
+    return _pool_avg(2, F.avg_pool2d, input, args)
 
 
 def avg_pool1d(
@@ -531,7 +538,7 @@ def avg_pool1d(
     """``F.avg_pool1d`` for candle: :func:`avg_pool2d`'s composition (one GEMM with the 0/1
     window matrix, then the divisor) on the one axis of an (N, C, L) or (C, L) input."""
     args = (kernel_size, stride, padding, ceil_mode, count_include_pad)
-    return _pool_avg(1, F.avg_pool1d, input, args, kernel_size, stride, padding, ceil_mode, count_include_pad, None)
+    return _pool_avg(1, F.avg_pool1d, input, args)
 
 
 # ---------------------------------------------------------------------------------------------
