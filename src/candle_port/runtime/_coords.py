@@ -199,7 +199,7 @@ def _cubic_filter(t: torch.Tensor, a: float) -> torch.Tensor:
     return torch.where(t < 1, _keys_near(t, a), torch.where(t < 2, _keys_far(t, a), zero))
 
 
-_A = -0.75  # ATen's bicubic (upsample_bicubic2d) constant
+_KEYS_A = -0.75  # ATen's bicubic (upsample_bicubic2d) constant
 
 
 def _fma(a: torch.Tensor, b: torch.Tensor, c: float) -> torch.Tensor:
@@ -210,12 +210,12 @@ def _fma(a: torch.Tensor, b: torch.Tensor, c: float) -> torch.Tensor:
     return a * b + c
 
 
-def _keys_near(x: torch.Tensor, a: float = _A) -> torch.Tensor:
+def _keys_near(x: torch.Tensor, a: float = _KEYS_A) -> torch.Tensor:
     """``((a + 2) * x - (a + 3)) * x * x + 1`` for 0 <= x <= 1, contracted as ATen's."""
     return _fma(_fma(torch.full_like(x, a + 2), x, -(a + 3)) * x, x, 1.0)
 
 
-def _keys_far(x: torch.Tensor, a: float = _A) -> torch.Tensor:
+def _keys_far(x: torch.Tensor, a: float = _KEYS_A) -> torch.Tensor:
     """``((a * x - 5 * a) * x + 8 * a) * x - 4 * a`` for 1 <= x <= 2, contracted as ATen's."""
     return _fma(_fma(_fma(torch.full_like(x, a), x, -5 * a), x, 8 * a), x, -4 * a)
 

@@ -14,7 +14,7 @@ import torch
 
 __all__ = ["layout_of", "to_layout"]
 
-_ORDER = {
+_LAYOUT_ORDER = {
     torch.channels_last: (1, 3, 2, 0),
     torch.channels_last_3d: (1, 4, 3, 2, 0),
 }
@@ -32,7 +32,7 @@ def layout_of(x: torch.Tensor) -> torch.memory_format:
 
 
 def _dense_strides(shape: Sequence[int], fmt: torch.memory_format) -> List[int]:
-    order = _ORDER.get(fmt, tuple(reversed(range(len(shape)))))
+    order = _LAYOUT_ORDER.get(fmt, tuple(reversed(range(len(shape)))))
     strides = [0] * len(shape)
     step = 1
     for d in order:

@@ -15,7 +15,7 @@ import torch
 
 from ._coords import compute_dtype
 from ._layout import layout_of, to_layout
-from .bilinear import _constants, apply_matrix
+from .bilinear import _OTHER_CACHES, _constants, apply_matrix
 
 __all__ = ["area_matrix", "resize_area"]
 
@@ -29,6 +29,9 @@ def _area_matrix(in_size: int, out_size: int, dtype: torch.dtype, device: torch.
     inside = (cols[None, :] >= start[:, None]) & (cols[None, :] < end[:, None])
     width = (end - start).to(torch.float64)
     return (inside.to(torch.float64) / width[:, None]).to(dtype).to(device)
+
+
+_OTHER_CACHES.append(_area_matrix)
 
 
 def area_matrix(in_size: int, out_size: int, dtype: torch.dtype, device: torch.device) -> torch.Tensor:

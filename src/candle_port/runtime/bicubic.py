@@ -15,7 +15,7 @@ import torch
 
 from ._coords import aa_matrix, compute_dtype, cubic_matrix
 from ._layout import layout_of, to_layout
-from .bilinear import _constants, apply_matrix
+from .bilinear import _OTHER_CACHES, _constants, apply_matrix
 
 __all__ = ["upsample_bicubic2d"]
 
@@ -33,6 +33,9 @@ def _bicubic_axis(
     if antialias:
         return aa_matrix(in_size, out_size, align_corners, scale, dtype, device, cubic=True)
     return cubic_matrix(in_size, out_size, align_corners, scale, dtype, device)
+
+
+_OTHER_CACHES.append(_bicubic_axis)
 
 
 def upsample_bicubic2d(

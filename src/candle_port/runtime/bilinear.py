@@ -159,8 +159,14 @@ def _get_dense_aa(*key) -> torch.Tensor:
     return _constants(_dense_aa, *key)
 
 
+# lru_cache'd builders of the other modes (nearest, bicubic, area) register here.
+_OTHER_CACHES: list = []
+
+
 def clear_cache() -> None:
-    """Drop the cached per-axis index/weight tensors."""
+    """Drop the cached per-axis index/weight tensors of every mode."""
+    for cache in _OTHER_CACHES:
+        cache.cache_clear()
     _plan.cache_clear()
     _dense.cache_clear()
     _band.cache_clear()

@@ -21,8 +21,8 @@ from .trilinear import upsample_trilinear3d
 __all__ = ["interpolate", "upsample", "upsample_bilinear", "upsample_nearest"]
 
 
-_NEAREST = ("nearest", "nearest-exact")
-_RANKS = {
+_NEAREST_MODES = ("nearest", "nearest-exact")
+_MODE_RANKS = {
     "nearest": (3, 4, 5),
     "nearest-exact": (3, 4, 5),
     "area": (3, 4, 5),
@@ -37,12 +37,12 @@ def _ours(input: torch.Tensor, mode: str, align_corners: Optional[bool], antiali
     """Whether (mode, rank, dtype, flags) is a combination torch accepts and we compose.
 
     Everything else (invalid combinations included) goes to torch, which raises or computes."""
-    if input.dim() not in _RANKS.get(mode, ()):
+    if input.dim() not in _MODE_RANKS.get(mode, ()):
         return False
-    if mode in _NEAREST or mode == "area":
+    if mode in _NEAREST_MODES or mode == "area":
         if align_corners is not None or antialias:
             return False
-        return input.is_floating_point() or (mode in _NEAREST and input.dtype == torch.uint8)
+        return input.is_floating_point() or (mode in _NEAREST_MODES and input.dtype == torch.uint8)
     if not input.is_floating_point():
         return False  # uint8 bicubic / antialias: no gradient to keep, torch's kernel is fine
     if antialias:
@@ -99,7 +99,7 @@ def interpolate(
         return F.interpolate(
             input, size, scale_factor, mode, align_corners, recompute_scale_factor, antialias
         )
-    if mode in _NEAREST:
+    if mode in _NEAREST_MODES:
         return upsample_nearest_nd(input, out, scales, mode == "nearest-exact")
     if mode == "bicubic":
         return upsample_bicubic2d(input, out, scales, bool(align_corners), antialias)

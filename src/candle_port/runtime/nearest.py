@@ -14,11 +14,11 @@ from typing import List, Optional
 import torch
 
 from ._layout import layout_of, to_layout
-from .bilinear import _constants
+from .bilinear import _OTHER_CACHES, _constants
 
 __all__ = ["nearest_index", "upsample_nearest_nd"]
 
-_DIGIT = 128  # small integers, exact in every dtype torch's nearest kernels accept (int8 included)
+_NEAREST_DIGIT = 128  # small integers, exact in every dtype torch's nearest kernels accept (int8 included)
 
 _NEAREST_OPS = {
     (1, False): "upsample_nearest1d",
@@ -53,10 +53,10 @@ def _nearest_index(
     constant int64 index, never part of the resized tensor's graph. None for an identity axis.
     """
     digits = 1
-    while _DIGIT**digits < in_size:
+    while _NEAREST_DIGIT**digits < in_size:
         digits += 1
     ramp = torch.arange(in_size, dtype=torch.int64)
-    probe = torch.stack([(ramp // _DIGIT**k) % _DIGIT for k in range(digits)]).to(dtype)
+    probe = torch.stack([(ramp // _NEAREST_DIGIT**k) % _NEAREST_DIGIT for k in range(digits)]).to(dtype)
     shape = [1, digits] + [1] * ndim
     shape[2 + axis] = in_size
     sizes = [1] * ndim
@@ -65,10 +65,13 @@ def _nearest_index(
     scales[axis] = scale
     op = getattr(torch.ops.aten, _NEAREST_OPS[(ndim, exact)])
     got = op(probe.reshape(shape), sizes, *scales).reshape(digits, out_size).to(torch.int64)
-    index = sum(got[k] * _DIGIT**k for k in range(digits))
+    index = sum(got[k] * _NEAREST_DIGIT**k for k in range(digits))
     if in_size == out_size and bool((index == ramp).all()):
         return None  # identity: the axis is copied
     return index.to(device)
+
+
+_OTHER_CACHES.append(_nearest_index)
 
 
 def nearest_index(
