@@ -392,3 +392,96 @@ def test_module_forward_is_not_torchs():
 
     gm = make_fx(M.MaxPool2d(3, 2, 1))(torch.rand(1, 2, 8, 8))
     assert not any("pool" in str(n.target) for n in gm.graph.nodes)
+
+
+# ---------------------------------------------------------------------------------------------
+# A slow, obviously correct reference of ATen's CPU loops, on tiny inputs.
+
+
+def _out_size(n: int, k: int, s: int, p: int, d: int, ceil: bool) -> int:
+    o = (n + 2 * p - d * (k - 1) - 1 + (s - 1 if ceil else 0)) // s + 1
+    return o - 1 if ceil and (o - 1) * s >= n + p else o
+
+
+def _reference_max_pool2d(x: torch.Tensor, k: int, s: int, p: int, d: int, ceil: bool):
+    """ATen's loop: in-bound elements row-major, ``val > maxval or isnan(val)`` replaces."""
+    n, c, h, w = x.shape
+    ho, wo = _out_size(h, k, s, p, d, ceil), _out_size(w, k, s, p, d, ceil)
+    out = torch.empty(n, c, ho, wo, dtype=x.dtype)
+    idx = torch.empty(n, c, ho, wo, dtype=torch.int64)
+    for b in range(n):
+        for ch in range(c):
+            for i in range(ho):
+                for j in range(wo):
+                    best, where = float("-inf"), None
+                    for a in range(k):
+                        for e in range(k):
+                            r, q = i * s - p + a * d, j * s - p + e * d
+                            if not (0 <= r < h and 0 <= q < w):
+                                continue
+                            where = r * w + q if where is None else where
+                            v = float(x[b, ch, r, q])
+                            if v > best or v != v:
+                                best, where = v, r * w + q
+                    out[b, ch, i, j], idx[b, ch, i, j] = best, where
+    return out, idx
+
+
+def _reference_avg_pool2d(x: torch.Tensor, k: int, s: int, p: int, ceil: bool, include_pad: bool):
+    n, c, h, w = x.shape
+    ho, wo = _out_size(h, k, s, p, 1, ceil), _out_size(w, k, s, p, 1, ceil)
+    out = torch.empty(n, c, ho, wo, dtype=x.dtype)
+    for i in range(ho):
+        for j in range(wo):
+            hs, ws = i * s - p, j * s - p
+            he, we = min(hs + k, h + p), min(ws + k, w + p)
+            size = (he - hs) * (we - ws)
+            hs, ws, he, we = max(hs, 0), max(ws, 0), min(he, h), min(we, w)
+            divisor = size if include_pad else (he - hs) * (we - ws)
+            out[:, :, i, j] = x[:, :, hs:he, ws:we].sum((2, 3)) / divisor
+    return out
+
+
+REFERENCE = [
+    pytest.param(3, 2, 1, 1, False, id="k3s2p1"),
+    pytest.param(3, 3, 1, 1, True, id="k3s3p1-ceil"),
+    pytest.param(2, 2, 1, 2, True, id="k2s2p1-dilated-ceil"),
+    pytest.param(4, 3, 2, 1, True, id="k4s3p2-ceil"),
+]
+
+
+@pytest.mark.parametrize(("k", "s", "p", "d", "ceil"), REFERENCE)
+def test_max_pool2d_equals_the_reference_loop(k, s, p, d, ceil):
+    g = torch.Generator().manual_seed(5)
+    x = torch.randint(-2, 3, (1, 2, 7, 8), generator=g).double()  # many ties
+    x[0, 1, 2, 3] = x[0, 1, 3, 3] = float("nan")
+    want, want_i = _reference_max_pool2d(x, k, s, p, d, ceil)
+    got, got_i = P.max_pool2d(x, k, s, p, d, ceil, return_indices=True)
+    assert torch.equal(got.nan_to_num(), want.nan_to_num()) and torch.equal(got_i, want_i)
+    torch_out, torch_i = F.max_pool2d(x, k, s, p, d, ceil, return_indices=True)  # the reference is ATen's
+    assert torch.equal(torch_out.nan_to_num(), want.nan_to_num()) and torch.equal(torch_i, want_i)
+
+
+REFERENCE_AVG = [
+    pytest.param(3, 2, 1, False, id="k3s2p1"),
+    pytest.param(3, 3, 1, True, id="k3s3p1-ceil"),
+    pytest.param(4, 3, 2, True, id="k4s3p2-ceil-window-past-pad"),
+    pytest.param(2, 2, 0, True, id="k2s2-ceil-partial"),
+]
+
+
+@pytest.mark.parametrize("include_pad", [True, False], ids=["include-pad", "exclude-pad"])
+@pytest.mark.parametrize(("k", "s", "p", "ceil"), REFERENCE_AVG)
+def test_avg_pool2d_equals_the_reference_loop(k, s, p, ceil, include_pad):
+    x = _distinct((1, 2, 7, 8))
+    want = _reference_avg_pool2d(x, k, s, p, ceil, include_pad)
+    assert (P.avg_pool2d(x, k, s, p, ceil, include_pad) - want).abs().max().item() <= AVG_TOL_F64
+    assert (F.avg_pool2d(x, k, s, p, ceil, include_pad) - want).abs().max().item() <= AVG_TOL_F64
+
+
+def test_clear_pooling_cache_keeps_results():
+    x = _distinct((1, 2, 7, 8))
+    before = P.max_pool2d(x, 3, 2, 1), P.avg_pool2d(x, 3, 2, 1), P.adaptive_max_pool2d(x, 3)
+    P.clear_pooling_cache()
+    after = P.max_pool2d(x, 3, 2, 1), P.avg_pool2d(x, 3, 2, 1), P.adaptive_max_pool2d(x, 3)
+    assert all(torch.equal(a, b) for a, b in zip(before, after))

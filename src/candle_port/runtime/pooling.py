@@ -270,10 +270,11 @@ def _pool_max_apply(
     # numbers; for NaN they keep the last NaN of the window. That correction runs only when a
     # window holds NaN (always when tracing: no branch on data there).
     pick = win.argmax(3, keepdim=True)
-    has_nan = win.gather(3, pick).isnan()
-    if torch._C._len_torch_dispatch_stack() > 0 or torch.compiler.is_compiling() or bool(has_nan.any()):
+    value = win.gather(3, pick)
+    tracing = torch._C._len_torch_dispatch_stack() > 0 or torch.compiler.is_compiling()
+    if tracing or bool(value.sum().isnan()):  # a cheap test; inf - inf only costs the fix-up
         last_nan = (win.isnan() * table.positions).argmax(3, keepdim=True)
-        pick = torch.where(has_nan, last_nan, pick)
+        pick = torch.where(value.isnan(), last_nan, pick)
     pick = pick.squeeze(3)  # (N, C, P): position inside the window
     index = table.flat.index_select(0, (pick + table.base).reshape(-1)).reshape(n, c, p)
     if channels_last:  # gather from the (N, H*W, C) view: the gradient path stays channels_last
