@@ -1,7 +1,8 @@
 """Speed and memory of candle_port.runtime.upsample_bilinear2d against native F.interpolate.
 
 Run: ``python bench/runtime_speed.py`` (add ``--variants`` to also time every per-axis
-composition, which is how the default choice in ``bilinear.py`` was made).
+composition, which is how the default choice in ``bilinear.py`` was made; ``--modes`` adds rows
+for nearest, nearest-exact, bicubic, trilinear and area through ``interpolate``).
 
 Time: native and ours alternate for --rounds rounds, each the mean of enough calls to last
 0.1 s; the table shows the best wall time of each, the median of the per-round wall-time ratios
@@ -26,7 +27,7 @@ import torch.nn.functional as F
 from torch.profiler import ProfilerActivity, profile
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
-from candle_port.runtime import upsample_bilinear2d  # noqa: E402
+from candle_port.runtime import interpolate, upsample_bilinear2d  # noqa: E402
 
 CASES = [
     ((8, 64, 64, 64), 2),
@@ -41,6 +42,17 @@ VARIANTS = {
     "dense/gather": ("matmul", "gather"),
     "index/gather": ("index", "gather"),
 }
+
+
+# --modes: the other interpolate modes, (mode, shape, scale), through candle_port.runtime.interpolate
+MODE_CASES = [
+    ("nearest", (8, 64, 64, 64), 2),
+    ("nearest", (8, 64, 64, 64), 1.5),
+    ("nearest-exact", (8, 64, 64, 64), 1.5),
+    ("bicubic", (8, 64, 64, 64), 2),
+    ("trilinear", (2, 32, 16, 32, 32), 2),
+    ("area", (8, 64, 64, 64), 0.5),
+]
 
 
 def _calibrate(fn, min_time: float) -> int:
@@ -89,25 +101,36 @@ def _peak_bytes(fn) -> int:
     return peak
 
 
-def _ops(shape, scale, methods):
+def _ops(shape, scale, methods, mode="bilinear"):
     x = torch.rand(shape, requires_grad=True)
+
+    def native(t):
+        return F.interpolate(t, scale_factor=scale, mode=mode)
+
+    if mode == "bilinear":
+
+        def ours(t):
+            return upsample_bilinear2d(t, scale_factor=scale, _methods=methods)
+
+    else:
+
+        def ours(t):
+            return interpolate(t, scale_factor=scale, mode=mode)
 
     def native_f():
         with torch.no_grad():
-            F.interpolate(x, scale_factor=scale, mode="bilinear", align_corners=False)
+            native(x)
 
     def native_fb():
-        y = F.interpolate(x, scale_factor=scale, mode="bilinear", align_corners=False)
-        y.sum().backward()
+        native(x).sum().backward()
         x.grad = None
 
     def ours_f():
         with torch.no_grad():
-            upsample_bilinear2d(x, scale_factor=scale, _methods=methods)
+            ours(x)
 
     def ours_fb():
-        y = upsample_bilinear2d(x, scale_factor=scale, _methods=methods)
-        y.sum().backward()
+        ours(x).sum().backward()
         x.grad = None
 
     return native_f, native_fb, ours_f, ours_fb
@@ -116,6 +139,7 @@ def _ops(shape, scale, methods):
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--variants", action="store_true", help="time every per-axis composition")
+    ap.add_argument("--modes", action="store_true", help="also time the other interpolate modes")
     ap.add_argument("--no-memory", action="store_true")
     ap.add_argument("--rounds", type=int, default=9, help="alternating native/ours rounds")
     args = ap.parse_args()
@@ -130,21 +154,23 @@ def main() -> None:
     )
     print(head)
     print("|" + "|".join("-" * (len(c)) for c in head.split("|")[1:-1]) + "|")
-    for shape, scale in CASES:
-        for name in names:
-            nf, nfb, of, ofb = _ops(shape, scale, VARIANTS[name])
-            tnf, tof, rf, cf = _paired(nf, of, args.rounds)
-            tnfb, tofb, rfb, cfb = _paired(nfb, ofb, args.rounds)
-            if args.no_memory:
-                mn = mo = float("nan")
-            else:
-                mn, mo = _peak_bytes(nfb) / 2**20, _peak_bytes(ofb) / 2**20
-            print(
-                f"| {str(shape):<18} | {scale:>2} | {name:<10} | {tnf * 1e3:>13.2f} | {tof * 1e3:>11.2f} "
-                f"| {rf:>5.2f} | {cf:>5.2f} | {tnfb * 1e3:>13.2f} | {tofb * 1e3:>11.2f} | {rfb:>5.2f} | {cfb:>5.2f} "
-                f"| {mn:>10.1f} | {mo:>8.1f} | {mo / mn:>5.2f} |",
-                flush=True,
-            )
+    rows = [(shape, scale, name, "bilinear") for shape, scale in CASES for name in names]
+    if args.modes:
+        rows += [(shape, scale, mode, mode) for mode, shape, scale in MODE_CASES]
+    for shape, scale, name, mode in rows:
+        nf, nfb, of, ofb = _ops(shape, scale, VARIANTS.get(name), mode)
+        tnf, tof, rf, cf = _paired(nf, of, args.rounds)
+        tnfb, tofb, rfb, cfb = _paired(nfb, ofb, args.rounds)
+        if args.no_memory:
+            mn = mo = float("nan")
+        else:
+            mn, mo = _peak_bytes(nfb) / 2**20, _peak_bytes(ofb) / 2**20
+        print(
+            f"| {str(shape):<18} | {scale:>2} | {name:<10} | {tnf * 1e3:>13.2f} | {tof * 1e3:>11.2f} "
+            f"| {rf:>5.2f} | {cf:>5.2f} | {tnfb * 1e3:>13.2f} | {tofb * 1e3:>11.2f} | {rfb:>5.2f} | {cfb:>5.2f} "
+            f"| {mn:>10.1f} | {mo:>8.1f} | {mo / mn:>5.2f} |",
+            flush=True,
+        )
 
 
 if __name__ == "__main__":

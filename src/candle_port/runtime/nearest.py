@@ -95,7 +95,7 @@ def upsample_nearest_nd(
 
     ``out`` and ``scales`` are the output sizes and the scales ATen sees (``1/scale_factor`` is
     used for the coordinates when a scale factor was given and not recomputed). Per axis whose
-    size changes, ``y = y.index_select(axis, idx)`` with ATen's source indices::
+    size changes (W first), ``y = y.index_select(axis, idx)`` with ATen's source indices::
 
         nearest:        idx[j] = min(floor(j * scale), in - 1)
         nearest-exact:  idx[j] = min(floor((j + 0.5) * scale), in - 1)
@@ -110,12 +110,27 @@ def upsample_nearest_nd(
     """
     ndim = x.dim() - 2
     fmt = layout_of(x)
-    y = x
-    for k in range(ndim):
+    channels_last = fmt != torch.contiguous_format
+    # channels_last: work on the (N, *spatial, C) view, which is contiguous, so every
+    # index_select moves whole C-vectors; permuting back gives the channels_last result.
+    y = x.permute(0, *range(2, ndim + 2), 1) if channels_last else x
+    first = 1 if channels_last else 2
+    changed = False
+    for k in reversed(range(ndim)):  # W first: on the smaller tensor when upsampling
         idx = nearest_index(x.shape[2 + k], out[k], scales[k], exact, ndim, k, x.dtype, x.device)
-        if idx is not None:
-            y = y.index_select(2 + k, idx)
-    if y is x:
+        if idx is None:
+            continue
+        changed = True
+        if first + k == y.dim() - 1 and y.is_contiguous():
+            # torch's index_select along the last dim of a 4-D tensor was measured 5-30x slower
+            # than along dim 1 of the (rows, W) view (forward and backward)
+            rows = y.reshape(-1, y.shape[-1]).index_select(1, idx)
+            y = rows.reshape(y.shape[:-1] + (out[k],))
+        else:
+            y = y.index_select(first + k, idx)
+    if not changed:
         return x.clone(memory_format=fmt)
+    if channels_last:
+        y = y.permute(0, ndim + 1, *range(1, ndim + 1))
     return to_layout(y, fmt)
 
