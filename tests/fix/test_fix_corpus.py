@@ -2,8 +2,8 @@
 
 Asserts: every ground-truth site of kind call/partial marked `yes` or `dynamic` (grid_sample
 excluded) is rewritten, antialias=True sites included (the runtime reproduces torch's antialiased
-bilinear), and no such site is refused; every rewritten file compiles; port-check reports no
-CP101/CP102 there except at the refused sites; a second run changes nothing; and the
+bilinear), and no such site is refused; every rewritten file compiles; port-check reports none of
+the codes the runtime fixes (CP101-CP104, CP106, CP107, CP109) there except at the refused sites; a second run changes nothing; and the
 rewritten packages still import (timm and segmentation_models_pytorch need torchvision, which is
 skipped with the reason when it is not importable).
 
@@ -22,6 +22,8 @@ import sys
 from pathlib import Path
 
 import pytest
+
+from candle_port.rewriters.strategies import RUNTIME_CODES
 
 ROOT = Path(__file__).resolve().parents[2]
 # torchvision does not import beside torch 2.13.0+cpu; .ci/run builds a second venv with
@@ -84,7 +86,7 @@ def test_rewritten_files_compile_recheck_clean_and_idempotent(fixed_corpus):
     for path in changed:
         compile((dest / path).read_bytes(), path, "exec", dont_inherit=True)
     check = subprocess.run(
-        [_tool("port-check"), "--output-format", "json", "--select", "CP101,CP102", "--no-cache", *changed],
+        [_tool("port-check"), "--output-format", "json", "--select", ",".join(RUNTIME_CODES), "--no-cache", *changed],
         cwd=dest, capture_output=True, text=True, timeout=600,
     )
     remaining = {(f["path"], f["line"]) for f in json.loads(check.stdout)}

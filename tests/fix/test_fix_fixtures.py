@@ -24,7 +24,7 @@ FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "fix"
 REGENERATE = os.environ.get("CANDLE_PORT_REGENERATE") == "1"
 CASES = sorted(FIXTURES.glob("*/*.in.py"))
 # A rewritten line holds a site: its callee, its mode or align_corners, or a class base.
-SITE_WORDS = ("interpolate", "upsample", "Upsampl", "bilinear", "align_corners", "up(")
+SITE_WORDS = ("interpolate", "upsample", "Upsampl", "bilinear", "align_corners", "up(", "pool", "Pool")
 
 
 def _id(path: Path) -> str:

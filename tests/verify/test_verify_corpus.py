@@ -1,7 +1,8 @@
 """verify end to end on real models from the corpus (../shared/corpus/fetch.sh -> .corpus/).
 
-Each model upsamples bilinearly; the runtime strategy must pass: outputs and every gradient
-within tolerance, and nothing left without a candle backward. Needs the corpus packages' pure
+Each model upsamples bilinearly, resizes bicubically or pools in a way candle cannot train; the
+runtime strategy must pass: outputs and every gradient within tolerance, and nothing left without
+a candle backward. Needs the corpus packages' pure
 Python dependencies (see the README, "Verify"); skips only when the corpus cannot be fetched (and fails instead in CI).
 """
 
@@ -26,20 +27,29 @@ pytestmark = [
 K = CORPUS / "kornia" / "kornia"
 MODELS = [
     pytest.param("kornia.feature.loftr.backbone.resnet_fpn:ResNetFPN_8_2", "1,1,64,64",
-                 {"config": {"initial_dim": 8, "block_dims": [8, 16, 24]}}, None, True, id="kornia-loftr-resnetfpn-8-2"),
+                 {"config": {"initial_dim": 8, "block_dims": [8, 16, 24]}}, None, {"upsample_bilinear2d"}, id="kornia-loftr-resnetfpn-8-2"),
     pytest.param("kornia.feature.loftr.backbone.resnet_fpn:ResNetFPN_16_4", "1,1,64,64",
-                 {"config": {"initial_dim": 8, "block_dims": [8, 16, 24, 32]}}, None, True, id="kornia-loftr-resnetfpn-16-4"),
+                 {"config": {"initial_dim": 8, "block_dims": [8, 16, 24, 32]}}, None, {"upsample_bilinear2d"}, id="kornia-loftr-resnetfpn-16-4"),
     pytest.param("kornia.feature.disk._unets.unet:Unet", "1,3,32,32",
-                 {"in_features": 3, "down": [8, 8, 16], "up": [8, 8], "size": 3}, K / "feature" / "disk" / "_unets", True,
+                 {"in_features": 3, "down": [8, 8, 16], "up": [8, 8], "size": 3}, K / "feature" / "disk" / "_unets", {"upsample_bilinear2d"},
                  id="kornia-disk-unet"),
     pytest.param("kornia.feature.keynet:KeyNet", "1,1,32,32",
-                 {"pretrained": False, "keynet_conf": {"num_filters": 8, "num_levels": 3, "kernel_size": 5}}, None, True,
+                 {"pretrained": False, "keynet_conf": {"num_filters": 8, "num_levels": 3, "kernel_size": 5}}, None, {"upsample_bilinear2d"},
                  id="kornia-keynet"),
-    pytest.param("kornia.feature.xfeat:XFeatModel", "1,1,64,64", {}, None, True, id="kornia-xfeat"),
+    pytest.param("kornia.feature.xfeat:XFeatModel", "1,1,64,64", {}, None, {"upsample_bilinear2d"}, id="kornia-xfeat"),
     pytest.param("diffusers.models.unets.unet_stable_cascade:UpDownBlock2d", "1,4,16,16",
-                 {"in_channels": 4, "out_channels": 8, "mode": "down"}, None, True, id="diffusers-stable-cascade-down"),
+                 {"in_channels": 4, "out_channels": 8, "mode": "down"}, None, {"upsample_bilinear2d"}, id="diffusers-stable-cascade-down"),
+    # up-mode Stable Cascade resizes its input before any parameter: candle needs no backward there.
     pytest.param("diffusers.models.unets.unet_stable_cascade:UpDownBlock2d", "1,4,16,16",
-                 {"in_channels": 4, "out_channels": 8, "mode": "up"}, None, False, id="diffusers-stable-cascade-up"),
+                 {"in_channels": 4, "out_channels": 8, "mode": "up"}, None, set(), id="diffusers-stable-cascade-up"),
+    # MaxPool2d(3, stride=2, padding=1) (CP106) besides bilinear upsampling.
+    pytest.param("kornia.models.dexined:DexiNed", "1,3,32,32", {"pretrained": False}, None,
+                 {"upsample_bilinear2d", "max_pool2d"}, id="kornia-dexined"),
+    # MaxPool2d(2) (CP107: candle's gradient is silently 1/4 of torch's; the op table allows it).
+    pytest.param("kornia.feature.tfeat:TFeat", "2,1,32,32", {"pretrained": False}, None, set(), id="kornia-tfeat"),
+    # bicubic upsampling of the chroma (CP104), on the input's gradient path only.
+    pytest.param("kornia.models.small_sr:SmallSRNetWrapper", "1,3,16,16", {"upscale_factor": 2, "pretrained": False},
+                 None, set(), id="kornia-small-sr-bicubic"),
 ]
 
 
@@ -49,8 +59,8 @@ def corpus_on_path(monkeypatch):
     monkeypatch.syspath_prepend(str(CORPUS / "kornia"))
 
 
-@pytest.mark.parametrize("model, shape, kwargs, source_root, bilinear_on_grad_path", MODELS)
-def test_runtime_rewrite_passes(model, shape, kwargs, source_root, bilinear_on_grad_path):
+@pytest.mark.parametrize("model, shape, kwargs, source_root, original_lacking", MODELS)
+def test_runtime_rewrite_passes(model, shape, kwargs, source_root, original_lacking):
     app = typer.Typer()
     app.command()(verify_command)
     args = [model, "--input-shape", shape, "--init-kwargs", json.dumps(kwargs), "--output-format", "json"]
@@ -62,7 +72,6 @@ def test_runtime_rewrite_passes(model, shape, kwargs, source_root, bilinear_on_g
     assert data["verdict"] == "pass" and data["rewrite"]["changed"]
     assert data["graphs"]["rewritten"]["lacking"] == []
     original = {r["name"] for r in data["graphs"]["original"]["lacking"]}
-    # up-mode Stable Cascade resizes its input before any parameter: candle needs no backward there
-    assert original == ({"upsample_bilinear2d"} if bilinear_on_grad_path else set())
+    assert original == original_lacking
     assert all(row["ok"] for row in data["comparisons"])
     assert str(CORPUS) not in data["module_files"]["rewritten"]

@@ -14,6 +14,8 @@ RUNTIME = "runtime"
 NEAREST = "nearest"
 CONVTRANSPOSE = "convtranspose"
 STRATEGIES = (RUNTIME, NEAREST, CONVTRANSPOSE)
+# API families the runtime has a drop-in for; grid_sample, conv_transpose and volumetric have none.
+RUNTIME_FAMILIES = ("interpolate", "pool", "adaptive_pool")
 
 
 def integer_scale(site: Site) -> int | None:
@@ -32,10 +34,12 @@ def integer_scale(site: Site) -> int | None:
 
 def refusal(strategy: str, site: Site) -> str | None:
     """None when `strategy` can rewrite `site`; otherwise why not, in one sentence."""
-    if site.api.family != "interpolate":
+    if site.api.family not in RUNTIME_FAMILIES:
         return f"{site.api.name} has no equivalent in candle; rewrite it by hand"
     if strategy == RUNTIME:
-        return None  # the drop-in is exact for every mode and antialias value
+        return None  # the drop-ins are exact for every mode, antialias value and pooling setting
+    if site.api.family != "interpolate":
+        return f"the {strategy} strategy only rewrites upsampling; use --strategy runtime for pooling"
     if site.kind == "partial":
         return f"the {strategy} strategy does not rewrite functools.partial sites; use --strategy runtime"
     if site.kind == "subclass":

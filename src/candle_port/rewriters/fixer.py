@@ -3,7 +3,7 @@
 Which sites: those with an unsuppressed, enabled finding (port-check's own rules, suppression
 comments and config) whose code the strategy considers. Each is either fixed, refused (with
 eligibility.refusal's reason), or, when its finding is suppressed or disabled, skipped. Every
-other finding (CP103-CP110: no strategy rewrites them) is listed as unfixable, with the rule's
+other finding (CP105, CP108, CP110: no strategy rewrites them) is listed as unfixable, with the rule's
 hint, so the summary accounts for every site port-check reports.
 
 The result is verified before it is returned: it must parse (libcst and Python's compiler), and
@@ -58,7 +58,7 @@ class Skipped:
 
 @dataclass(frozen=True)
 class Unfixable:
-    """A finding no strategy rewrites (e.g. grid_sample, pooling): left for the user, with a hint."""
+    """A finding no strategy rewrites (grid_sample, transposed/3-D convolution): left for the user, with a hint."""
 
     code: str
     line: int
@@ -144,7 +144,7 @@ def fix_text(
         if reason is None and not set(codes) <= set(strategies.FIXED_CODES[strategy]):
             reason = f"the {strategy} strategy does not fix {code}"
         if reason is None and site.kind == "subclass" and strategies.subclass_base(site) is None:
-            reason = "cannot locate the nn.Upsample base class of this subclass; rewrite it by hand"
+            reason = f"cannot locate the nn.{site.api.name} base class of this subclass; rewrite it by hand"
         if reason is not None:
             result.refused.append(Refused(code, line, column, reason))
             continue

@@ -16,10 +16,12 @@ from candle_port.analysis.names import ClassInfo
 from candle_port.analysis.sites import Site
 from candle_port.rewriters.eligibility import CONVTRANSPOSE, NEAREST, RUNTIME
 
-# Which findings each strategy fixes. CP102 (mode unknown) is fixed by the runtime drop-in, which
-# handles every mode; the other strategies need a literal 'bilinear' and refuse CP102 sites.
-FIXED_CODES = {RUNTIME: ("CP101", "CP102"), NEAREST: ("CP101",), CONVTRANSPOSE: ("CP101",)}
-CONSIDERED_CODES = ("CP101", "CP102")
+# Which findings each strategy fixes. The runtime drop-ins compute what torch computes for every
+# interpolate mode (CP101-CP104) and for 1-D/2-D max, average and adaptive pooling (CP106, CP107,
+# CP109), from ops candle differentiates. The other strategies need a literal 'bilinear'.
+RUNTIME_CODES = ("CP101", "CP102", "CP103", "CP104", "CP106", "CP107", "CP109")
+FIXED_CODES = {RUNTIME: RUNTIME_CODES, NEAREST: ("CP101",), CONVTRANSPOSE: ("CP101",)}
+CONSIDERED_CODES = RUNTIME_CODES
 
 RUNTIME_MODULE = "candle_port.runtime"
 CONVTRANSPOSE_MODULE = "candle_port.runtime.convtranspose"
@@ -35,6 +37,32 @@ RUNTIME_NAMES = {
     "UpsamplingBilinear2d": "UpsamplingBilinear2d",
     "UpsamplingNearest2d": "UpsamplingNearest2d",
 }
+_POOLING = (
+    "max_pool1d",
+    "max_pool2d",
+    "max_pool1d_with_indices",
+    "max_pool2d_with_indices",
+    "avg_pool1d",
+    "avg_pool2d",
+    "adaptive_avg_pool1d",
+    "adaptive_avg_pool2d",
+    "adaptive_max_pool1d",
+    "adaptive_max_pool2d",
+    "adaptive_max_pool1d_with_indices",
+    "adaptive_max_pool2d_with_indices",
+    "MaxPool1d",
+    "MaxPool2d",
+    "AvgPool1d",
+    "AvgPool2d",
+    "AdaptiveAvgPool1d",
+    "AdaptiveAvgPool2d",
+    "AdaptiveMaxPool1d",
+    "AdaptiveMaxPool2d",
+)
+RUNTIME_NAMES.update({name: name for name in _POOLING})
+# torch.* aliases whose result differs from the F.* function of the same name: torch.adaptive_max_pool1d
+# returns (values, indices) always, as F.adaptive_max_pool1d_with_indices does.
+RUNTIME_QUALIFIED_NAMES = {"torch.adaptive_max_pool1d": "adaptive_max_pool1d_with_indices"}
 # API name -> attribute of candle_port.runtime.convtranspose (same signature as the API).
 CONVTRANSPOSE_NAMES = {
     "interpolate": "upsample_bilinear_convtranspose",
@@ -76,8 +104,9 @@ def target_for(strategy: str, vendored_module: str | None) -> Target | None:
 
 def replacement_name(strategy: str, site: Site) -> str:
     """The attribute of the target module that replaces the site's API."""
-    names = CONVTRANSPOSE_NAMES if strategy == CONVTRANSPOSE else RUNTIME_NAMES
-    return names[site.api.name]
+    if strategy == CONVTRANSPOSE:
+        return CONVTRANSPOSE_NAMES[site.api.name]
+    return RUNTIME_QUALIFIED_NAMES.get(site.qualified_name) or RUNTIME_NAMES[site.api.name]
 
 
 def callee(alias: str, attribute: str) -> cst.Attribute:

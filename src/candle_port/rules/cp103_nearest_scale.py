@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from candle_port.analysis.sites import Site
+from candle_port.rewriters.eligibility import applicable
 from candle_port.rules.base import Hit, Rule, describe_call
 
 
@@ -28,7 +29,10 @@ class NearestScale(Rule):
         "upscaling factors' or '... non uniform upscaling factors'"
     )
     source = "candle-core/src/backprop.rs:390-410 (../shared/candle-ops.md, section 2.1)"
-    fix_hint = "use an integer, uniform scale_factor (e.g. 2), or resize with index_select on precomputed indices"
+    fix_hint = (
+        "port-fix swaps in candle_port.runtime.interpolate (index_select on precomputed indices, exact); "
+        "or use an integer, uniform scale_factor (e.g. 2)"
+    )
     VALID = (
         "import torch.nn.functional as F\ny = F.interpolate(x, scale_factor=2)\n",
         "import torch.nn.functional as F\ny = F.interpolate(x, scale_factor=(2.0, 2.0), mode='nearest')\n",
@@ -53,5 +57,6 @@ class NearestScale(Rule):
         if problem:
             yield Hit(
                 f"{describe_call(site)}(mode='nearest', scale_factor={scale.source}) is {problem}: "
-                "candle's nearest backward needs an integer, uniform upscale"
+                "candle's nearest backward needs an integer, uniform upscale",
+                applicable(site),
             )

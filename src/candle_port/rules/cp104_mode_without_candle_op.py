@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from candle_port.analysis.apis import MODES_WITHOUT_CANDLE_OP
 from candle_port.analysis.sites import Site
+from candle_port.rewriters.eligibility import applicable
 from candle_port.rules.base import Hit, Rule, describe_call
 
 
@@ -13,7 +14,10 @@ class ModeWithoutCandleOp(Rule):
     summary = "bicubic, trilinear, linear, area, nearest-exact or antialias: no candle op or no backward"
     why = "candle implements only nearest and bilinear (without antialias) upsampling"
     source = "../shared/candle-ops.md, section 3.1 (candle-core/src/tensor.rs:1186-1334)"
-    fix_hint = "use mode='bilinear' with port-fix --strategy runtime, or build the resize from matmul with fixed weights"
+    fix_hint = (
+        "port-fix swaps in candle_port.runtime.interpolate, which builds the same mode from matmul with "
+        "fixed weights and index_select (exact)"
+    )
     VALID = (
         "import torch.nn.functional as F\ny = F.interpolate(x, scale_factor=2, mode='nearest')\n",
         "import torch.nn.functional as F\ny = F.interpolate(x, scale_factor=2, mode='bilinear', antialias=False)\n",
@@ -33,6 +37,6 @@ class ModeWithoutCandleOp(Rule):
         for mode in site.possible_modes():
             reason = MODES_WITHOUT_CANDLE_OP.get(mode) if isinstance(mode, str) else None
             if reason:
-                yield Hit(f"{describe_call(site)}(mode='{mode}'): {reason}")
+                yield Hit(f"{describe_call(site)}(mode='{mode}'): {reason}", applicable(site))
         if site.value("antialias").single is True:
-            yield Hit(f"{describe_call(site)}(antialias=True): candle has no antialiased resize op")
+            yield Hit(f"{describe_call(site)}(antialias=True): candle has no antialiased resize op", applicable(site))

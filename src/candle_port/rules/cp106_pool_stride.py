@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from candle_port.analysis.sites import Site
 from candle_port.analysis.values import Value
+from candle_port.rewriters.eligibility import applicable
 from candle_port.rules.base import Hit, Rule, describe_call
 
 
@@ -76,8 +77,8 @@ class PoolStride(Rule):
     )
     source = "candle-core/src/backprop.rs:343-377 (../shared/candle-ops.md, sections 2.1 and 3.2)"
     fix_hint = (
-        "use kernel_size == stride without padding (pad the input yourself first if needed), or build the "
-        "overlapping windows by hand from slices candle can differentiate"
+        "port-fix swaps in candle_port.runtime's pooling (gather / matmul, exact, full backward); or use "
+        "kernel_size == stride without padding (pad the input yourself first if needed)"
     )
     VALID = (
         "from torch import nn\nm = nn.MaxPool2d(2)\n",
@@ -111,4 +112,4 @@ class PoolStride(Rule):
         if missing:
             settings = ", ".join(m.split("=")[0] for m in missing)
             reasons.append(f"candle's {op.replace('pool', '_pool')} has no {settings}")
-        yield Hit(f"{describe_call(site)}({', '.join(arguments + missing)}): {'; '.join(reasons)}")
+        yield Hit(f"{describe_call(site)}({', '.join(arguments + missing)}): {'; '.join(reasons)}", applicable(site))

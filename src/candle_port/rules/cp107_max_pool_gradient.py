@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from candle_port.analysis.sites import Site
 from candle_port.findings import Severity
+from candle_port.rewriters.eligibility import applicable
 from candle_port.rules.base import Hit, Rule, describe_call
 from candle_port.rules.cp106_pool_stride import dims_of, int_tuple, is_max_pool, literal, pool_problems
 
@@ -27,8 +28,8 @@ class MaxPoolGradient(Rule):
     source = "candle-core/src/backprop.rs:358-377 (../shared/candle-ops.md, sections 2.3 and 3.2)"
     default_severity = Severity.WARNING
     fix_hint = (
-        "compose the max from ops with a full backward: x.reshape(n, c, h // k, k, w // k, k) then max "
-        "over the two window axes (max_keepdim/max in candle)"
+        "port-fix swaps in candle_port.runtime's max pooling (argmax, then gather: the gradient goes to "
+        "the maximum); or compose it by hand: x.reshape(n, c, h // k, k, w // k, k), max over the window axes"
     )
     VALID = (
         "from torch import nn\nm = nn.AvgPool2d(2)\n",
@@ -62,5 +63,6 @@ class MaxPoolGradient(Rule):
             scale = "1/(kh*kw) of the true gradient"
         yield Hit(
             f"{describe_call(site)}: candle's max_pool2d backward is silently wrong (no error): "
-            f"the maximum gets {scale}"
+            f"the maximum gets {scale}",
+            applicable(site),
         )

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from candle_port.analysis.sites import Site
 from candle_port.findings import Severity
+from candle_port.rewriters.eligibility import applicable
 from candle_port.rules.base import Hit, Rule, describe_call
 from candle_port.rules.cp106_pool_stride import dims_of, literal
 
@@ -29,8 +30,8 @@ class AdaptivePool(Rule):
     source = "../shared/candle-ops.md, sections 3.2 and 7"
     severity_note = "a warning when the output size is not known statically"
     fix_hint = (
-        "output size (1, 1): mean_keepdim / max_keepdim over the spatial axes; otherwise, when the input "
-        "size is divisible by the output size, avg_pool2d with kernel = stride = in / out"
+        "port-fix swaps in candle_port.runtime's adaptive pooling (matmul / gather, exact); output size "
+        "(1, 1) is also mean_keepdim / max_keepdim over the spatial axes"
     )
     VALID = (
         "from torch import nn\nm = nn.AdaptiveAvgPool2d(1)\n",
@@ -62,5 +63,6 @@ class AdaptivePool(Rule):
             severity = Severity.WARNING
         yield Hit(
             f"{describe_call(site)}{detail}: candle has no adaptive pooling op; only output size 1 maps to a mean/max",
+            applicable(site),
             severity=severity,
         )

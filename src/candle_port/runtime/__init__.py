@@ -1,9 +1,10 @@
-"""candle_port.runtime: resize ops equal to torch's, built only from ops candle can differentiate.
+"""candle_port.runtime: resize and pooling ops equal to torch's, built only from ops candle can differentiate.
 
-Swap ``F.interpolate`` / ``nn.Upsample`` for these in a PyTorch model: it keeps computing the same
-numbers, and the same composition ported to candle trains (candle has no backward for
-``upsample_bilinear2d``, none for bicubic, trilinear or 3-D nearest, and a partial one for
-nearest). Every interpolate mode is covered. Imports nothing but torch.
+Swap ``F.interpolate`` / ``nn.Upsample`` and 1-D/2-D max, average and adaptive pooling for these
+in a PyTorch model: it keeps computing the same numbers, and the same composition ported to candle
+trains (candle has no backward for ``upsample_bilinear2d``, none for bicubic, trilinear or 3-D
+nearest, a partial one for nearest, a bailing or wrong one for max/avg pooling and no adaptive
+pooling at all). Every interpolate mode is covered. Imports nothing but torch.
 """
 
 from .area import resize_area
@@ -12,18 +13,64 @@ from .bilinear import clear_cache, upsample_bilinear2d, upsample_linear1d
 from .functional import interpolate, upsample, upsample_bilinear, upsample_nearest
 from .modules import Upsample, UpsamplingBilinear2d, UpsamplingNearest2d
 from .nearest import upsample_nearest_nd
+from .pooling import (
+    adaptive_avg_pool1d,
+    adaptive_avg_pool2d,
+    adaptive_max_pool1d,
+    adaptive_max_pool1d_with_indices,
+    adaptive_max_pool2d,
+    adaptive_max_pool2d_with_indices,
+    avg_pool1d,
+    avg_pool2d,
+    clear_pooling_cache,
+    max_pool1d,
+    max_pool1d_with_indices,
+    max_pool2d,
+    max_pool2d_with_indices,
+)
+from .pooling_modules import (
+    AdaptiveAvgPool1d,
+    AdaptiveAvgPool2d,
+    AdaptiveMaxPool1d,
+    AdaptiveMaxPool2d,
+    AvgPool1d,
+    AvgPool2d,
+    MaxPool1d,
+    MaxPool2d,
+)
 from .trilinear import upsample_trilinear3d
 
 __all__ = [
+    "AdaptiveAvgPool1d",
+    "AdaptiveAvgPool2d",
+    "AdaptiveMaxPool1d",
+    "AdaptiveMaxPool2d",
+    "AvgPool1d",
+    "AvgPool2d",
+    "MaxPool1d",
+    "MaxPool2d",
     "Upsample",
     "UpsamplingBilinear2d",
     "UpsamplingNearest2d",
+    "adaptive_avg_pool1d",
+    "adaptive_avg_pool2d",
+    "adaptive_max_pool1d",
+    "adaptive_max_pool1d_with_indices",
+    "adaptive_max_pool2d",
+    "adaptive_max_pool2d_with_indices",
+    "avg_pool1d",
+    "avg_pool2d",
     "clear_cache",
+    "clear_pooling_cache",
     "interpolate",
+    "max_pool1d",
+    "max_pool1d_with_indices",
+    "max_pool2d",
+    "max_pool2d_with_indices",
     "resize_area",
     "upsample",
-    "upsample_bilinear",
     "upsample_bicubic2d",
+    "upsample_bilinear",
     "upsample_bilinear2d",
     "upsample_linear1d",
     "upsample_nearest",
