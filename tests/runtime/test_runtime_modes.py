@@ -80,17 +80,27 @@ NEAREST_CASES = [
 ]
 
 
-@pytest.mark.parametrize(("shape", "kwargs"), NEAREST_CASES)
+LAYOUTS = ["contiguous", "channels_last", "strided"]
+
+
+def _with_layouts(cases, layouts, shape_index=0):
+    """Each case crossed with each layout it admits (channels_last needs a 4-D or 5-D input)."""
+    return [
+        pytest.param(*case.values, layout, id=f"{case.id}-{layout}")
+        for case in cases
+        for layout in layouts
+        if layout != "channels_last" or len(case.values[shape_index]) > 3
+    ]
+
+
+@pytest.mark.parametrize(("shape", "kwargs", "layout"), _with_layouts(NEAREST_CASES, LAYOUTS))
 @pytest.mark.parametrize("mode", ["nearest", "nearest-exact"])
 @pytest.mark.parametrize(
     "dtype",
     [torch.float32, torch.float64, torch.float16, torch.bfloat16, torch.uint8],
     ids=["fp32", "fp64", "fp16", "bf16", "u8"],
 )
-@pytest.mark.parametrize("layout", ["contiguous", "channels_last", "strided"])
 def test_nearest_forward_bitwise(shape, kwargs, mode, dtype, layout):
-    if layout == "channels_last" and len(shape) == 3:
-        pytest.skip("no channels_last for 3-D")
     x = _input(shape, dtype, layout)
     ref = F.interpolate(x, mode=mode, **kwargs)
     out = interpolate(x, mode=mode, **kwargs)
@@ -208,16 +218,13 @@ AREA_CASES = [
 ]
 
 
-@pytest.mark.parametrize(("shape", "kwargs"), AREA_CASES)
+@pytest.mark.parametrize(("shape", "kwargs", "layout"), _with_layouts(AREA_CASES, LAYOUTS))
 @pytest.mark.parametrize(
     "dtype",
     [torch.float32, torch.float64, torch.float16, torch.bfloat16],
     ids=["fp32", "fp64", "fp16", "bf16"],
 )
-@pytest.mark.parametrize("layout", ["contiguous", "channels_last", "strided"])
 def test_area_forward(shape, kwargs, dtype, layout):
-    if layout == "channels_last" and len(shape) == 3:
-        pytest.skip("no channels_last for 3-D")
     x = _input(shape, dtype, layout, seed=4)
     ref = F.interpolate(x, mode="area", **kwargs)
     out = interpolate(x, mode="area", **kwargs)
@@ -303,11 +310,8 @@ GRAD_CASES = [
 ]
 
 
-@pytest.mark.parametrize(("mode", "shape", "kwargs"), GRAD_CASES)
-@pytest.mark.parametrize("layout", ["contiguous", "channels_last"])
+@pytest.mark.parametrize(("mode", "shape", "kwargs", "layout"), _with_layouts(GRAD_CASES, ["contiguous", "channels_last"], 1))
 def test_grad_parity(mode, shape, kwargs, layout):
-    if layout == "channels_last" and len(shape) == 3:
-        pytest.skip("no channels_last for 3-D")
     for dtype, atol in ((torch.float64, GRAD_ATOL_F64), (torch.float32, GRAD_ATOL_F32)):
         x = _input(shape, dtype, layout, seed=5).requires_grad_(True)
         ref = F.interpolate(x, mode=mode, **kwargs)
