@@ -1,7 +1,8 @@
-"""A small U-Net of the kind people port to candle: its decoder upsamples bilinearly.
+"""A small U-Net of the kind people port to candle: max-pooling encoder, bilinear decoder.
 
-`port-check examples/unet.py` reports both upsampling sites (CP101): candle has no backward for
-upsample_bilinear2d, so this model cannot be trained in candle as written.
+`port-check examples/unet.py` reports both upsampling sites (CP101: candle has no backward for
+upsample_bilinear2d, so this model cannot be trained in candle as written) and the max pool
+(CP107, a warning: candle trains it, but its gradient is 1/4 of the true one).
 """
 
 import torch
@@ -16,6 +17,7 @@ def block(cin: int, cout: int) -> nn.Sequential:
 class UNet(nn.Module):
     def __init__(self, channels: int = 3, width: int = 8, classes: int = 2):
         super().__init__()
+        self.pool = nn.MaxPool2d(2)
         self.down1 = block(channels, width)
         self.down2 = block(width, 2 * width)
         self.bottom = block(2 * width, 2 * width)
@@ -26,8 +28,8 @@ class UNet(nn.Module):
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         d1 = self.down1(x)
-        d2 = self.down2(F.avg_pool2d(d1, 2))
-        b = self.bottom(F.avg_pool2d(d2, 2))
+        d2 = self.down2(self.pool(d1))
+        b = self.bottom(self.pool(d2))
         u2 = self.dec2(torch.cat([self.up(b), d2], dim=1))
         # Resize to the skip connection's exact size (odd sizes round differently).
         u1 = F.interpolate(u2, size=d1.shape[-2:], mode="bilinear", align_corners=False)

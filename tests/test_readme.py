@@ -57,3 +57,17 @@ def test_every_readme_flag_exists_and_is_exercised_by_a_test(flag):
 @functools.lru_cache(maxsize=1)
 def _test_sources() -> str:
     return "\n".join(p.read_text(encoding="utf-8") for p in (ROOT / "tests").rglob("*.py") if p.name != "test_readme.py")
+
+
+def test_readme_port_check_example_is_the_real_output():
+    """The `$ port-check examples/unet.py` block is what port-check prints on the bundled example."""
+    import subprocess
+    import sys
+
+    block = README.split("$ port-check examples/unet.py\n", 1)[1].split("```", 1)[0]
+    result = subprocess.run(
+        [sys.executable, "-m", "candle_port", "check", "examples/unet.py"],
+        cwd=ROOT, capture_output=True, text=True, timeout=120, env={"NO_COLOR": "1", "PATH": "/usr/bin:/bin"},
+    )
+    assert result.returncode == 1  # errors found
+    assert (result.stdout + result.stderr).strip() == block.strip()

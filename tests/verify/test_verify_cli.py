@@ -162,3 +162,16 @@ def test_eval_seed_threads_and_tolerance_options_are_applied():
         f"{FIXTURES}/unet_bilinear.py:SmallUNet", "--input-shape", "1,3,16,16", "--rtol", "0", "--atol", "0",
     )
     assert strict.exit_code == (0 if strict_data["max_diffs"]["grad_max_abs"] == 0 else 1)
+
+
+def test_bundled_example_passes_and_names_the_max_pool_caveat_it_removed():
+    """examples/unet.py (the README's demo): bilinear and MaxPool2d(2) rewritten, verify passes;
+    the max pool's scaled candle gradient is shown for the original graph only."""
+    example = Path(__file__).resolve().parents[2] / "examples" / "unet.py"
+    result = run(f"{example}:UNet", "--input-shape", "1,3,32,32")
+    assert result.exit_code == 0, result.output
+    text = " ".join(result.stdout.split())
+    assert "port-fix: 3 site(s) rewritten" in text
+    assert "original graph, candle caveat max_pool2d: candle's max_pool2d gradient is wrong" in text
+    assert text.count("candle caveat") == 1
+    assert "PASS" in text
