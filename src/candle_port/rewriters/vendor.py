@@ -20,7 +20,7 @@ from pathlib import Path
 
 from candle_port.rewriters.strategies import VENDORED_MODULE_NAME
 
-HEADER = '''"""candle-port runtime, vendored by `port-fix --vendor`: resize ops equal to torch's, built from
+HEADER = '''"""candle-port runtime, vendored by `port-fix --vendor`: resize and pooling ops equal to torch's, built from
 ops candle can differentiate. Generated from candle_port {version}; do not edit, regenerate.
 Depends on torch only.
 """
