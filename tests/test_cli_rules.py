@@ -11,6 +11,11 @@ def test_rules_lists_every_rule():
     out = run_tool(tool="rules").stdout.decode()
     for rule in all_rules():
         assert f"{rule.code} {rule.name} ({rule.default_severity.value})" in out
+        assert f"why: {rule.why}"[:60] in out
+    lines = {line.split()[0]: line for line in out.splitlines() if line.startswith("CP")}
+    assert lines["CP101"].endswith("[fix: runtime, nearest, convtranspose]")
+    assert lines["CP106"].endswith("[fix: runtime]") and lines["CP109"].endswith("[fix: runtime]")
+    assert lines["CP105"].endswith("[fix: by hand]") and lines["CP110"].endswith("[fix: by hand]")
 
 
 def test_rules_explains_one_with_why_source_and_examples():
@@ -19,6 +24,7 @@ def test_rules_explains_one_with_why_source_and_examples():
     assert done.returncode == 0
     assert "CP101 bilinear-upsampling" in out and "backprop.rs:411-413" in out
     assert "mode='bilinear'" in out and "Not reported" in out
+    assert "port-fix: --strategy runtime, --strategy nearest, --strategy convtranspose" in out
 
 
 def test_unknown_rule_is_a_usage_error():

@@ -19,7 +19,11 @@ def rules_command(
     out = common.stdout_console()
     if code is None:
         for rule in all_rules():
-            out.print(f"[bold]{rule.code}[/bold] {rule.name} ({rule.default_severity.value}): {escape(rule.summary)}")
+            out.print(
+                f"[bold]{rule.code}[/bold] {rule.name} ({rule.default_severity.value}): {escape(rule.summary)}"
+                f" [dim]\\[fix: {escape(_fixed_by(rule.code))}][/dim]"
+            )
+            out.print(f"    why: {escape(rule.why)}", highlight=False)
         return
     rule = rules_by_code().get(code.upper())
     if rule is None:
@@ -28,6 +32,7 @@ def rules_command(
     out.print(f"[bold]{rule.code}[/bold] {rule.name}  (default severity: {rule.default_severity.value}{note})")
     out.print(f"\n{escape(rule.summary)}")
     out.print(f"\n[bold]Why[/bold]: {escape(rule.why)}.\n[bold]Source[/bold]: {escape(rule.source)}")
+    out.print(f"[bold]port-fix[/bold]: {escape(_fixed_by(rule.code, long=True))}")
     if rule.fix_hint:
         out.print(f"[bold]Fix[/bold]: {escape(rule.fix_hint)}")
     out.print("\n[bold]Reported[/bold]:")
@@ -36,3 +41,17 @@ def rules_command(
     out.print("[bold]Not reported[/bold]:")
     for example in rule.VALID[:3]:
         out.print(escape(example), highlight=False)
+
+
+def _fixed_by(code: str, long: bool = False) -> str:
+    """The port-fix strategies that rewrite this code's sites (at the sites whose literals allow)."""
+    from candle_port.rewriters.strategies import FIXED_CODES
+
+    names = [strategy for strategy, codes in FIXED_CODES.items() if code in codes]
+    if not names:
+        return "none: rewrite by hand" if long else "by hand"
+    if not long:
+        return ", ".join(names)
+    return ", ".join(f"--strategy {name}" for name in names) + (
+        " (nearest/convtranspose: literal 'bilinear' and an integer, uniform scale only)" if len(names) > 1 else ""
+    )
