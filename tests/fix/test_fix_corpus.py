@@ -143,17 +143,14 @@ torch.manual_seed(0)
 if factory == "timm-resnet18":
     import timm
     model = timm.create_model("resnet18", pretrained=False, num_classes=10)
-    x = torch.randn(2, 3, 64, 64, dtype=torch.float64)
 elif factory == "timm-resnet26d":
     import timm
     model = timm.create_model("resnet26d", pretrained=False, num_classes=10, global_pool="avgmax")
-    x = torch.randn(2, 3, 64, 64, dtype=torch.float64)
 else:
     import segmentation_models_pytorch as smp
     model = smp.PSPNet(encoder_name="resnet18", encoder_weights=None, classes=3)
-    x = torch.randn(2, 3, 64, 64, dtype=torch.float64)
 model = model.double().train()
-x.requires_grad_(True)
+x = torch.randn(2, 3, 64, 64, dtype=torch.float64, requires_grad=True)
 y = model(x)
 w = torch.randn(y.shape, generator=torch.Generator().manual_seed(1), dtype=y.dtype)
 (y * w).sum().backward()

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 
 import libcst as cst
 
+from candle_port.analysis.apis import ADAPTIVE_FUNCTIONS, ADAPTIVE_MODULES, POOL_FUNCTIONS, POOL_MODULES
 from candle_port.analysis.names import ClassInfo
 from candle_port.analysis.sites import Site
 from candle_port.rewriters.eligibility import CONVTRANSPOSE, NEAREST, RUNTIME
@@ -37,29 +38,10 @@ RUNTIME_NAMES = {
     "UpsamplingBilinear2d": "UpsamplingBilinear2d",
     "UpsamplingNearest2d": "UpsamplingNearest2d",
 }
-_POOLING = (
-    "max_pool1d",
-    "max_pool2d",
-    "max_pool1d_with_indices",
-    "max_pool2d_with_indices",
-    "avg_pool1d",
-    "avg_pool2d",
-    "adaptive_avg_pool1d",
-    "adaptive_avg_pool2d",
-    "adaptive_max_pool1d",
-    "adaptive_max_pool2d",
-    "adaptive_max_pool1d_with_indices",
-    "adaptive_max_pool2d_with_indices",
-    "MaxPool1d",
-    "MaxPool2d",
-    "AvgPool1d",
-    "AvgPool2d",
-    "AdaptiveAvgPool1d",
-    "AdaptiveAvgPool2d",
-    "AdaptiveMaxPool1d",
-    "AdaptiveMaxPool2d",
+# The runtime has a drop-in of the same name and signature for every 1-D/2-D pooling API.
+RUNTIME_NAMES.update(
+    {name: name for table in (POOL_MODULES, POOL_FUNCTIONS, ADAPTIVE_MODULES, ADAPTIVE_FUNCTIONS) for name in table}
 )
-RUNTIME_NAMES.update({name: name for name in _POOLING})
 # torch.* aliases whose result differs from the F.* function of the same name: torch.adaptive_max_pool1d
 # returns (values, indices) always, as F.adaptive_max_pool1d_with_indices does.
 RUNTIME_QUALIFIED_NAMES = {"torch.adaptive_max_pool1d": "adaptive_max_pool1d_with_indices"}

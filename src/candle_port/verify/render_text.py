@@ -84,16 +84,16 @@ def render_report(report: Any, console: Any) -> None:
             console.print(_graph_table(label, graph))
     # Ops candle trains but not exactly (max_pool2d's scaled gradient): what the rewrite removed,
     # and, as a caveat, what it left.
-    for label, graph in (("original", report.graph_original), ("rewritten", report.graph_rewritten)):
+    for prefix, graph in (
+        ("[dim]original graph, candle caveat[/]", report.graph_original),
+        ("[yellow]candle caveat[/]", report.graph_rewritten),
+    ):
         warnings: dict[str, str] = {}
         for row in (graph or {}).get("summary", []):
             if row["warning"] and row["on_grad_path"]:
                 warnings.setdefault(row["name"], row["warning"])
         for name, text in warnings.items():
-            if label == "original":
-                console.print(f"[dim]original graph, candle caveat[/] {escape(name)}: {escape(text)}")
-            else:
-                console.print(f"[yellow]candle caveat[/] {escape(name)}: {escape(text)}")
+            console.print(f"{prefix} {escape(name)}: {escape(text)}")
     if report.gradcheck is not None:
         gc = report.gradcheck
         console.print(f"gradcheck (float64, inputs {gc['shapes']}, {gc['seconds']}s): "
