@@ -1,0 +1,1 @@
+//! Resizing: every `F.interpolate` mode.

@@ -1,0 +1,21 @@
+//! PyTorch's interpolate and pooling ops for [candle], equal to torch in forward **and backward**,
+//! built only from candle ops that have a backward.
+//!
+//! candle's own `upsample_bilinear2d` has no backward (`loss.backward()` stops with
+//! `backward not supported for upsample_bilinear2d`), its nearest upsampling differentiates only
+//! integer, uniform scales, its max/avg pooling only kernel == stride, and it has no bicubic,
+//! trilinear, area, antialiased or adaptive resizing at all. This crate is the Rust twin of the
+//! Python package's `candle_port.runtime`: the same ops, composed of `index_select`, `gather`,
+//! `matmul` and elementwise ops, so a model ported from PyTorch computes torch's numbers and
+//! trains.
+//!
+//! Every op is checked against torch's outputs and input gradients on shared test vectors
+//! (float64 within 1e-10 relative, float32 within 1e-5).
+//!
+//! [candle]: https://github.com/huggingface/candle
+
+pub mod interpolate;
+pub mod pooling;
+
+pub use interpolate::*;
+pub use pooling::*;

@@ -1,0 +1,165 @@
+//! Shared-vector loading and comparison for the integration tests.
+//!
+//! The vectors are written by `scripts/vectors/make_vectors.py` (torch's numbers); the Python
+//! runtime is checked against the same files (`tests/runtime/test_vectors.py`).
+#![allow(dead_code)]
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+
+use candle_core::{DType, Device, Tensor, Var};
+use serde_json::Value;
+
+/// Relative error bounds (max |a - b| / max |b|), the same as the Python side's `REL_TOL`.
+pub const REL_TOL_F32: f64 = 1e-5;
+pub const REL_TOL_F64: f64 = 1e-10;
+
+/// One case of a family: the op name, its `torch.nn.functional` keyword arguments and tensors.
+pub struct Case {
+    pub id: String,
+    pub op: String,
+    pub dtype: DType,
+    pub params: Value,
+    pub tensors: HashMap<String, Tensor>,
+}
+
+impl Case {
+    pub fn tensor(&self, name: &str) -> &Tensor {
+        self.tensors
+            .get(name)
+            .unwrap_or_else(|| panic!("{}: no tensor {name}", self.id))
+    }
+
+    pub fn has(&self, name: &str) -> bool {
+        self.tensors.contains_key(name)
+    }
+
+    pub fn tol(&self) -> f64 {
+        match self.dtype {
+            DType::F64 => REL_TOL_F64,
+            _ => REL_TOL_F32,
+        }
+    }
+
+    /// The input as a `Var`, so that the op's graph is recorded.
+    pub fn input_var(&self) -> Var {
+        Var::from_tensor(self.tensor("input")).expect("input var")
+    }
+}
+
+pub fn vectors_dir() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests").join("vectors")
+}
+
+/// Every case of `family` (`interpolate`, `pooling`, ...), in file order.
+pub fn load_family(family: &str) -> Vec<Case> {
+    let dir = vectors_dir();
+    let table: Value = serde_json::from_str(
+        &std::fs::read_to_string(dir.join(format!("{family}.json"))).expect("read vectors json"),
+    )
+    .expect("parse vectors json");
+    assert_eq!(table["format"], "candle-port-vectors");
+    assert_eq!(table["version"], 1);
+    let mut all = candle_core::safetensors::load(dir.join(format!("{family}.safetensors")), &Device::Cpu)
+        .expect("load vectors safetensors");
+    let cases = table["cases"].as_array().expect("cases");
+    cases
+        .iter()
+        .map(|case| {
+            let id = case["id"].as_str().expect("id").to_string();
+            let names = case["tensors"].as_array().expect("tensor names");
+            let tensors = names
+                .iter()
+                .map(|n| {
+                    let n = n.as_str().expect("tensor name");
+                    let t = all.remove(&format!("{id}.{n}")).expect("tensor in file");
+                    (n.to_string(), t)
+                })
+                .collect();
+            let dtype = match case["dtype"].as_str() {
+                Some("float32") => DType::F32,
+                Some("float64") => DType::F64,
+                other => panic!("{id}: dtype {other:?}"),
+            };
+            Case {
+                op: case["op"].as_str().expect("op").to_string(),
+                params: case["params"].clone(),
+                id,
+                dtype,
+                tensors,
+            }
+        })
+        .collect()
+}
+
+/// max |actual - expected| / max |expected| over finite entries; NaN and inf must coincide
+/// (`Err` describes the first mismatch).
+pub fn rel_err(actual: &Tensor, expected: &Tensor) -> Result<f64, String> {
+    if actual.dims() != expected.dims() {
+        return Err(format!("shape {:?} != expected {:?}", actual.dims(), expected.dims()));
+    }
+    let a: Vec<f64> = to_f64_vec(actual);
+    let e: Vec<f64> = to_f64_vec(expected);
+    let mut scale = f64::MIN_POSITIVE;
+    for v in e.iter().filter(|v| v.is_finite()) {
+        scale = scale.max(v.abs());
+    }
+    let mut worst = 0f64;
+    for (i, (x, y)) in a.iter().zip(e.iter()).enumerate() {
+        if y.is_nan() || x.is_nan() {
+            if !(y.is_nan() && x.is_nan()) {
+                return Err(format!("index {i}: got {x}, expected {y}"));
+            }
+        } else if y.is_infinite() || x.is_infinite() {
+            if x != y {
+                return Err(format!("index {i}: got {x}, expected {y}"));
+            }
+        } else {
+            worst = worst.max((x - y).abs() / scale);
+        }
+    }
+    Ok(worst)
+}
+
+fn to_f64_vec(t: &Tensor) -> Vec<f64> {
+    t.to_dtype(DType::F64)
+        .and_then(|t| t.flatten_all())
+        .and_then(|t| t.to_vec1::<f64>())
+        .expect("tensor to f64 vec")
+}
+
+/// Assert `actual` is within the case's bound of `expected`; returns the error for reporting.
+pub fn assert_close(case: &Case, what: &str, actual: &Tensor, expected: &Tensor) -> f64 {
+    match rel_err(actual, expected) {
+        Ok(err) => {
+            assert!(
+                err <= case.tol(),
+                "{} {what}: relative error {err:e} > {:e}",
+                case.id,
+                case.tol()
+            );
+            err
+        }
+        Err(msg) => panic!("{} {what}: {msg}", case.id),
+    }
+}
+
+/// Parameter as a list of `n` usizes (torch accepts an int or a tuple).
+pub fn ints(v: &Value, n: usize) -> Option<Vec<usize>> {
+    match v {
+        Value::Null => None,
+        Value::Number(x) => Some(vec![x.as_u64().expect("int") as usize; n]),
+        Value::Array(xs) => Some(xs.iter().map(|x| x.as_u64().expect("int") as usize).collect()),
+        other => panic!("not an int or list: {other}"),
+    }
+}
+
+/// Parameter as a list of `n` f64s (a scale factor: a number or a list).
+pub fn floats(v: &Value, n: usize) -> Option<Vec<f64>> {
+    match v {
+        Value::Null => None,
+        Value::Number(x) => Some(vec![x.as_f64().expect("float"); n]),
+        Value::Array(xs) => Some(xs.iter().map(|x| x.as_f64().expect("float")).collect()),
+        other => panic!("not a number or list: {other}"),
+    }
+}

@@ -1,0 +1,86 @@
+"""The shared vectors (crates/candle-port-ops/tests/vectors): torch, the runtime and the crate agree.
+
+The crate's ``cargo test`` checks its ops against the same files; here the Python runtime is
+checked against them, and the committed files are checked to be what the generator writes today.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+from pathlib import Path
+
+import pytest
+import torch
+from safetensors.torch import load_file
+
+import candle_port.runtime as runtime
+
+ROOT = Path(__file__).resolve().parents[2]
+VECTORS = ROOT / "crates" / "candle-port-ops" / "tests" / "vectors"
+# The same bounds as the crate's tests (crates/candle-port-ops/tests/common/mod.rs).
+REL_TOL = {"float32": 1e-5, "float64": 1e-10}
+
+
+def _generator():
+    spec = importlib.util.spec_from_file_location("make_vectors", ROOT / "scripts" / "vectors" / "make_vectors.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+make_vectors = _generator()
+
+
+def rel_err(actual: torch.Tensor, expected: torch.Tensor) -> float:
+    """max |actual - expected| / max |expected| over finite entries; NaN and inf must coincide."""
+    assert actual.shape == expected.shape, (actual.shape, expected.shape)
+    a, e = actual.double(), expected.double()
+    assert torch.equal(torch.isnan(a), torch.isnan(e)), "NaN positions differ"
+    finite = torch.isfinite(e)
+    assert torch.equal(a[~finite & ~torch.isnan(e)], e[~finite & ~torch.isnan(e)]), "inf entries differ"
+    if not finite.any():
+        return 0.0
+    scale = e[finite].abs().max().clamp_min(torch.finfo(torch.float64).tiny)
+    return float(((a[finite] - e[finite]).abs().max() / scale).item())
+
+
+def _cases():
+    for family in make_vectors.FAMILIES:
+        table = json.loads((VECTORS / f"{family}.json").read_text())
+        for case in table["cases"]:
+            yield pytest.param(family, case, id=case["id"])
+
+
+_TENSORS = {family: None for family in make_vectors.FAMILIES}
+
+
+def _tensors(family: str):
+    if _TENSORS[family] is None:
+        _TENSORS[family] = load_file(str(VECTORS / f"{family}.safetensors"))
+    return _TENSORS[family]
+
+
+@pytest.mark.parametrize("family,case", list(_cases()))
+def test_runtime_matches_torch_vectors(family, case):
+    t = _tensors(family)
+    cid = case["id"]
+    x = t[f"{cid}.input"].clone().requires_grad_(True)
+    out, indices = make_vectors.split_output(make_vectors.call(runtime, case["op"], x, case["params"]))
+    tol = REL_TOL[case["dtype"]]
+    assert rel_err(out, t[f"{cid}.output"]) <= tol
+    if "indices" in case["tensors"]:
+        assert torch.equal(indices, t[f"{cid}.indices"])
+    (grad,) = torch.autograd.grad((out * t[f"{cid}.grad_output"]).sum(), x)
+    assert rel_err(grad, t[f"{cid}.grad_input"]) <= tol
+
+
+@pytest.mark.parametrize("family", make_vectors.FAMILIES)
+def test_committed_vectors_are_what_the_generator_writes(family, tmp_path):
+    make_vectors.write_family(family, tmp_path)
+    assert json.loads((tmp_path / f"{family}.json").read_text())["cases"] == json.loads(
+        (VECTORS / f"{family}.json").read_text())["cases"]
+    fresh, committed = load_file(str(tmp_path / f"{family}.safetensors")), _tensors(family)
+    assert sorted(fresh) == sorted(committed)
+    for key in fresh:
+        assert rel_err(fresh[key], committed[key]) <= REL_TOL["float64"] * 10, key
