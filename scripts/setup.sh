@@ -1,12 +1,16 @@
 #!/usr/bin/env bash
 # Create (or reuse) the virtual environment and install candle-port with its test extras.
-# torch is pinned to 2.13.0 first: that CPU wheel is local on this machine kind, while an unpinned
-# torch would pull a multi-GB CUDA build.
+# torch and torchvision are pinned first, as a pair that imports together: an unpinned torch (or
+# one pulled by a dependency) would pick whatever PyPI serves. PyPI's Linux torch is a CUDA build
+# (about 3 GB with its nvidia-* packages) that also runs on the CPU; where you have a CPU wheel
+# index, `PIP_INDEX_URL=https://download.pytorch.org/whl/cpu bash scripts/setup.sh` is smaller.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 venv=${CANDLE_PORT_VENV:-.venv}
+torch_pin=${CANDLE_PORT_TORCH:-torch==2.14.1 torchvision==0.29.1}
 [ -x "$venv/bin/python" ] || python3 -m venv "$venv"
 "$venv/bin/python" -m pip install --quiet --upgrade pip
-"$venv/bin/python" -m pip install --quiet torch==2.13.0
+# shellcheck disable=SC2086  # the pin is a list of requirements
+"$venv/bin/python" -m pip install --quiet $torch_pin
 "$venv/bin/python" -m pip install --quiet -e ".[test]"
 echo "candle-port installed in $venv"

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Set up (scripts/setup.sh), fetch the real corpus once, and run the whole test suite.
+# Set up (scripts/setup.sh), fetch the real corpus once, check and test the Rust crates (format,
+# clippy, docs, cargo test), then run the whole Python test suite. Extra arguments go to pytest.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
@@ -10,4 +11,12 @@ if [ -f "$fetch" ]; then
   PATH="$venv/bin:$PATH" bash "$fetch" "$corpus" 2>&1 | grep -v '^WARNING: Location' || true
 fi
 export CANDLE_PORT_CORPUS=$corpus
+if command -v cargo >/dev/null; then
+  bash scripts/rust-check.sh
+elif [ -n "${CANDLE_PORT_REQUIRE_CARGO:-}" ]; then
+  echo "error: cargo not found; install Rust with https://rustup.rs" >&2
+  exit 1
+else
+  echo "note: cargo not found, skipping the Rust crates (install Rust with https://rustup.rs)" >&2
+fi
 exec "$venv/bin/python" -m pytest -q "$@"

@@ -27,9 +27,6 @@ import pytest
 from candle_port.rewriters.strategies import RUNTIME_CODES
 
 ROOT = Path(__file__).resolve().parents[2]
-# torchvision does not import beside torch 2.13.0+cpu; .ci/run builds a second venv with
-# torch==2.14.1 + torchvision==0.29.1 and names its python here, for the timm/smp import checks.
-TORCHVISION_PYTHON = os.environ.get("CANDLE_PORT_TORCHVISION_PYTHON")
 PACKAGES = ("timm", "diffusers", "kornia", "segmentation_models_pytorch")
 ANTIALIAS_NOTE = "antialias=`True`"  # ground-truth note of the antialiased calls
 
@@ -115,20 +112,7 @@ def _import(module: str, path: Path, python: str = sys.executable) -> tuple[bool
 @pytest.mark.parametrize("package", PACKAGES)
 def test_rewritten_package_imports(fixed_corpus, package):
     dest, _ = fixed_corpus
-    python = sys.executable
-    if package in ("timm", "segmentation_models_pytorch"):
-        python = TORCHVISION_PYTHON or sys.executable
-        ok, why = _import("torchvision", dest, python)
-        if not ok:
-            reason = (
-                f"{package} needs torchvision, not importable here ({why}); the PyPI torchvision wheel "
-                "fails beside torch==2.13.0+cpu: set CANDLE_PORT_TORCHVISION_PYTHON to a python with "
-                "torch==2.14.1 torchvision==0.29.1 (scripts/torchvision-venv.sh)"
-            )
-            if os.environ.get("CANDLE_PORT_REQUIRE_CORPUS"):
-                pytest.fail(reason)
-            pytest.skip(reason)
-    ok, where = _import(package, dest, python)
+    ok, where = _import(package, dest)
     assert ok, where
     assert where.startswith(str(dest))  # the rewritten copy, not an installed one
 
@@ -169,12 +153,7 @@ def test_rewritten_corpus_model_computes_the_same(fixed_corpus, corpus_dir, fact
     import torch
 
     dest, _ = fixed_corpus
-    python = TORCHVISION_PYTHON
-    if python is None:
-        reason = "timm and smp need torchvision: set CANDLE_PORT_TORCHVISION_PYTHON (scripts/torchvision-venv.sh)"
-        if os.environ.get("CANDLE_PORT_REQUIRE_CORPUS"):
-            pytest.fail(reason)
-        pytest.skip(reason)
+    python = sys.executable  # timm and smp need torchvision: scripts/setup.sh pins it beside torch
     results = {}
     for label, root in (("original", corpus_dir), ("rewritten", dest)):
         out = tmp_path / f"{label}.pt"

@@ -168,7 +168,7 @@ def test_bicubic_antialias_forward(shape, kwargs, align_corners, dtype, layout):
 
 
 @pytest.mark.parametrize("mode", ["bilinear", "bicubic"])
-@pytest.mark.xfail(strict=True, reason="torch 2.13 antialias with an output width of 1 copies row 0")
+@pytest.mark.xfail(strict=True, reason="torch 2.13 and 2.14 antialias with an output width of 1 copy row 0")
 def test_antialias_output_width_one_differs_from_torch(mode):
     """ATen's antialiased kernel returns the first row everywhere when W_out == 1 and H changes
     (float32 and float64). Ours resamples H as for any other width; documented in the README."""

@@ -73,6 +73,16 @@ def _name(target) -> str:
     return getattr(getattr(target, "overloadpacket", None), "__name__", None) or str(target)
 
 
+def _floating(node: torch.fx.Node) -> bool:
+    """Whether the node's value is floating point: integer and bool results (argmax, isnan, the
+    indices they pick) carry no gradient in candle (sorted_nodes prunes them), whether or not the
+    trace kept the ``detach`` before them (torch 2.14's make_fx drops it)."""
+    val = node.meta.get("val")
+    vals = val if isinstance(val, (tuple, list)) else (val,)
+    tensors = [v for v in vals if isinstance(v, torch.Tensor)]
+    return not tensors or any(v.is_floating_point() for v in tensors)
+
+
 def _tainted(gm: torch.fx.GraphModule) -> tuple[set[str], set[str]]:
     """Names of the ops whose inputs depend on the first placeholder: (with gradient, detached)."""
     grad: set[torch.fx.Node] = set()
@@ -88,7 +98,7 @@ def _tainted(gm: torch.fx.GraphModule) -> tuple[set[str], set[str]]:
             continue
         deps = node.all_input_nodes
         name = _name(node.target)
-        if any(d in grad for d in deps) and name != "detach":
+        if any(d in grad for d in deps) and name != "detach" and _floating(node):
             grad.add(node)
             grad_ops.add(name)
         elif any(d in grad or d in nograd for d in deps):
