@@ -16,6 +16,3 @@
 
 pub mod interpolate;
 pub mod pooling;
-
-pub use interpolate::*;
-pub use pooling::*;
