@@ -50,7 +50,7 @@ def truth_rows() -> list[dict]:
         _missing("../shared/corpus/truth is not beside this checkout")
     rows = []
     for path in sorted((shared / "corpus" / "truth").glob("*.jsonl")):
-        if path.name.endswith(".wrappers.jsonl"):
+        if path.name.count(".") > 1:  # <package>.wrappers.jsonl, <package>.wrapper_calls.jsonl: not sites
             continue
         rows += [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
     return rows
