@@ -51,7 +51,7 @@ pub fn adaptive_avg_pool1d(x: &Tensor, output_size: usize) -> Result<Tensor> {
 }
 
 /// `F.adaptive_avg_pool2d`: the mean over rows `[floor(i*H/H_out), ceil((i+1)*H/H_out))` and
-/// columns likewise, as `M_h^T (x M_w) / D` with 0/1 window matrices and window sizes `D`.
+/// columns likewise, as `M_h^T x M_w` with window matrices weighted by 1 / window length.
 ///
 /// ```
 /// use candle_core::{Device, Tensor};

@@ -1,39 +1,38 @@
-//! Average pooling: window sums as one matmul per axis with a 0/1 matrix, then torch's divisor.
+//! Average pooling: one matmul per axis with a window matrix weighted by torch's divisor.
 
 use candle_core::{DType, Result, Tensor};
 
 use super::input::{batched, shape};
 use super::options::{Kind, Pool};
-use super::windows::{avg_bounds, divisor, sum_matrix};
+use super::windows::{avg_bounds, mean_matrix};
 
-/// `x` (n, c, *spatial) summed over windows: `mats[a]` is axis a's (in, out) 0/1 matrix.
+/// `x` (n, c, *spatial) summed over windows: `mats[a]` is axis a's (in, out) window matrix.
 ///
-/// 1-D: `x @ M`. 2-D: `(x @ M_w)` along W, then `M_h^T @ ·` along H as a batched matmul with
-/// `M_h^T` expanded to a contiguous (n*c, H_out, H) (candle 0.11's CPU batched matmul is wrong
-/// for a broadcast, zero-stride, left operand). Backward: `A^T` per axis, torch's even spread.
+/// 1-D: `x @ M`. 2-D: `x @ M_w` along W, then H brought last by a transpose (a copy) and
+/// `@ M_h`, then transposed back: plain 2-D matmuls only (candle 0.11's CPU batched matmul is
+/// wrong for a broadcast left operand, and its batched backward is slow). Backward: `A^T` per
+/// axis, torch's even spread of each window's gradient.
 pub(crate) fn window_sums(x: &Tensor, mats: &[Tensor]) -> Result<Tensor> {
     let (n, c) = (x.dim(0)?, x.dim(1)?);
-    let nc = n * c;
     let w_mat = &mats[mats.len() - 1];
     let (w, wo) = w_mat.dims2()?;
-    let plane_rows = x.elem_count() / w;
-    let y = x.reshape((plane_rows, w))?.matmul(w_mat)?;
+    let rows = x.elem_count() / w;
+    let y = x.reshape((rows, w))?.matmul(w_mat)?;
     if mats.len() == 1 {
         return y.reshape((n, c, wo));
     }
     let (h, ho) = mats[0].dims2()?;
-    let a_h = mats[0]
-        .t()?
-        .contiguous()?
-        .unsqueeze(0)?
-        .expand((nc, ho, h))?
-        .contiguous()?;
-    a_h.matmul(&y.reshape((nc, h, wo))?)?
+    let y = y.reshape((n * c, h, wo))?.transpose(1, 2)?.contiguous()?;
+    let y = y.reshape((n * c * wo, h))?.matmul(&mats[0])?;
+    y.reshape((n * c, wo, ho))?
+        .transpose(1, 2)?
         .reshape((n, c, ho, wo))
 }
 
-/// Mean over windows: `window_sums / divisor`, in f32 for f16 / bf16 input (rounded once at the
-/// end, as ATen accumulates these in f32).
+/// Mean over windows: `window_sums` with each axis's matrix weighted by its share of torch's
+/// divisor (`1 / count` per axis, or `1 / divisor_override` on the last axis), so no division
+/// op (whose backward would also differentiate the constant divisor). f16 / bf16 input is
+/// computed in f32 and rounded once at the end, as ATen accumulates these in f32.
 pub(crate) fn mean_by_matrices(
     x: &Tensor,
     bounds: &[Vec<(usize, usize)>],
@@ -50,15 +49,19 @@ pub(crate) fn mean_by_matrices(
         DType::F16 | DType::BF16 => DType::F32,
         other => other,
     };
-    let xc = x.to_dtype(compute)?;
     let sizes = &x.dims()[2..];
-    let mats = bounds
-        .iter()
-        .zip(sizes)
-        .map(|(b, &s)| sum_matrix(b, s, compute, x.device()))
+    let last = bounds.len() - 1;
+    let mats = (0..bounds.len())
+        .map(|a| {
+            let factor: Vec<f64> = match overridden {
+                Some(d) if a == last => vec![d as f64; out[a]],
+                Some(_) => vec![1.0; out[a]],
+                None => counts[a].iter().map(|&k| k as f64).collect(),
+            };
+            mean_matrix(&bounds[a], &factor, sizes[a], compute, x.device())
+        })
         .collect::<Result<Vec<_>>>()?;
-    let d = divisor(counts, overridden, compute, x.device())?;
-    window_sums(&xc, &mats)?.broadcast_div(&d)?.to_dtype(dtype)
+    window_sums(&x.to_dtype(compute)?, &mats)?.to_dtype(dtype)
 }
 
 fn avg_pool(x: &Tensor, p: &Pool, nd: usize, op: &str) -> Result<Tensor> {
@@ -95,8 +98,9 @@ pub fn avg_pool1d(x: &Tensor, p: &Pool) -> Result<Tensor> {
 /// `[i*s_h - p_h, +k_h) x [j*s_w - p_w, +k_w)` on the zero-padded input.
 ///
 /// `D_ij` = `divisor_override`, else the product of the per-axis factors of [`avg_pool1d`]
-/// (torch's `(hend - hstart) * (wend - wstart)`). Computed as `M_h^T (x M_w) / D` with 0/1
-/// window matrices, so the gradient is each window's `G / D` spread over its in-bound elements.
+/// (torch's `(hend - hstart) * (wend - wstart)`). Computed as `M_h^T x M_w` with per-axis window
+/// matrices holding `1 / factor` at each window's in-bound inputs, so the gradient is each
+/// window's `G / D` spread over its in-bound elements, as torch's.
 ///
 /// ```
 /// use candle_core::{Device, Tensor};

@@ -4,7 +4,7 @@
 //! Max pools touch the input only through one `gather` (the chosen element of each window is
 //! found without gradient by `index_select` of the windows and `argmax`), so the gradient goes
 //! to that element only, as torch's. Average and adaptive average pools are one matmul per axis
-//! with a 0/1 window matrix, then a division by torch's divisor. Never candle's own
+//! with a window matrix weighted by its share of torch's divisor. Never candle's own
 //! `max_pool2d` / `avg_pool2d`: their backward bails unless kernel == stride.
 //!
 //! Inputs are batched, (N, C, L) or (N, C, H, W), float (f16 / bf16 average pools are summed

@@ -114,48 +114,24 @@ pub(crate) fn avg_bounds(
     (bounds, counts)
 }
 
-/// The (in, out) 0/1 matrix whose column `o` marks the inputs `[lo, hi)` of window `o`, so that
-/// `x @ matrix` sums the windows along x's last axis.
-pub(crate) fn sum_matrix(
+/// The (in, out) window matrix of one axis: column `o` holds `1 / factor[o]` at the inputs
+/// `[lo, hi)` of window `o`, so that `x @ matrix` averages the windows along x's last axis with
+/// this axis's share of torch's divisor (torch's divisor is a product of per-axis factors, or
+/// the override). A zero factor (an empty window, whose sum is 0) counts as 1.
+pub(crate) fn mean_matrix(
     bounds: &[(usize, usize)],
+    factor: &[f64],
     n: usize,
     dtype: DType,
     device: &Device,
 ) -> Result<Tensor> {
     let out = bounds.len();
     let mut m = vec![0f64; n * out];
-    for (o, &(lo, hi)) in bounds.iter().enumerate() {
+    for (o, (&(lo, hi), &f)) in bounds.iter().zip(factor).enumerate() {
+        let weight = if f == 0.0 { 1.0 } else { 1.0 / f };
         for q in lo..hi {
-            m[q * out + o] = 1.0;
+            m[q * out + o] = weight;
         }
     }
     Tensor::from_vec(m, (n, out), device)?.to_dtype(dtype)
-}
-
-/// The divisor of every output position: the product of the per-axis factors, or the
-/// override; an empty window (factor 0) divides by 1 (its sum is 0, as torch's output).
-pub(crate) fn divisor(
-    counts: &[Vec<usize>],
-    overridden: Option<usize>,
-    dtype: DType,
-    device: &Device,
-) -> Result<Tensor> {
-    let shape: Vec<usize> = counts.iter().map(Vec::len).collect();
-    let values: Vec<f64> = match counts {
-        [a] => a.iter().map(|&x| x as f64).collect(),
-        [a, b] => a
-            .iter()
-            .flat_map(|&x| b.iter().map(move |&y| (x * y) as f64))
-            .collect(),
-        _ => bail!("pooling: divisors are built for 1-D and 2-D windows only"),
-    };
-    let values = values
-        .into_iter()
-        .map(|v| match overridden {
-            Some(d) => d as f64,
-            None if v == 0.0 => 1.0,
-            None => v,
-        })
-        .collect::<Vec<_>>();
-    Tensor::from_vec(values, shape, device)?.to_dtype(dtype)
 }
