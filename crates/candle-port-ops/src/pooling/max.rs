@@ -1,0 +1,151 @@
+//! Max pooling: one `gather` on the gradient path, the choice made without gradient.
+
+use candle_core::{bail, DType, Result, Tensor};
+
+use super::input::{batched, shape};
+use super::options::{Kind, Pool};
+use super::windows::{max_rows, WindowTable};
+
+/// Max over the windows of `table` on `x` (n, c, *spatial): `(values (n, c, *out), flat
+/// indices u32)`.
+///
+/// On `xf = x.reshape(n, c, plane)`: `win = xf.detach().index_select(table)` (n, c, P, K),
+/// `pick = argmax(win)` (candle keeps the first maximum, as torch), corrected to the window's
+/// last NaN where a window holds NaN (torch's `val > max || isnan(val)`), then
+/// `idx = table[pick + K * p]` and `out = xf.gather(idx)`: gather's backward scatters the
+/// output gradient to the chosen element only, which is torch's max-pool backward.
+pub(crate) fn max_by_table(
+    x: &Tensor,
+    table: &WindowTable,
+    out: &[usize],
+) -> Result<(Tensor, Tensor)> {
+    let (n, c) = (x.dim(0)?, x.dim(1)?);
+    let plane: usize = x.dims()[2..].iter().product();
+    let (p, k) = (table.windows, table.size);
+    let out_shape = shape(n, c, out);
+    if n * c == 0 || p == 0 {
+        let values = Tensor::zeros(out_shape.clone(), x.dtype(), x.device())?;
+        return Ok((values, Tensor::zeros(out_shape, DType::U32, x.device())?));
+    }
+    let xf = x.reshape((n, c, plane))?;
+    let win = xf
+        .detach()
+        .index_select(&table.flat, 2)?
+        .reshape((n, c, p, k))?;
+    let mut pick = win.argmax_keepdim(3)?;
+    if has_nan(x)? {
+        // candle's argmax skips NaN (and keeps a leading one): pick the last NaN instead.
+        let nan = win
+            .ne(&win)?
+            .to_dtype(DType::U32)?
+            .broadcast_mul(&table.positions)?;
+        let last = nan.argmax_keepdim(3)?;
+        let any = nan.max_keepdim(3)?.gt(0u32)?;
+        pick = any.where_cond(&last, &pick)?;
+    }
+    let pick = pick.squeeze(3)?.broadcast_add(&table.base)?.flatten_all()?;
+    let index = table.flat.index_select(&pick, 0)?.reshape((n, c, p))?;
+    let values = xf.gather(&index, 2)?;
+    Ok((
+        values.reshape(out_shape.clone())?,
+        index.reshape(out_shape)?,
+    ))
+}
+
+/// Whether `x` may hold NaN (its sum is NaN; `inf - inf` only costs the correction).
+fn has_nan(x: &Tensor) -> Result<bool> {
+    let s = x
+        .detach()
+        .sum_all()?
+        .to_dtype(DType::F64)?
+        .to_scalar::<f64>()?;
+    Ok(s.is_nan())
+}
+
+fn max_pool(x: &Tensor, p: &Pool, nd: usize, op: &str) -> Result<(Tensor, Tensor)> {
+    let (_, _, sizes) = batched(x, nd, op)?;
+    let axes = p.axes(op, Kind::Max, &sizes)?;
+    let mut rows = Vec::with_capacity(nd);
+    for axis in &axes {
+        match max_rows(axis) {
+            Some(r) => rows.push(r),
+            None => bail!(
+                "{op}: a window holds no element of the input (dilation {:?} steps over it; torch returns -inf there), not supported",
+                p.dilation
+            ),
+        }
+    }
+    let table = WindowTable::new(&rows, &sizes, x.device())?;
+    let out: Vec<usize> = axes.iter().map(|a| a.output).collect();
+    max_by_table(x, &table, &out)
+}
+
+/// `F.max_pool1d`: `out[n, c, i] = max_j x[n, c, i*s - p + j*d]` for `j < k` over the positions
+/// inside the input (the padding is -inf).
+///
+/// Input (N, C, L), output (N, C, L_out) with
+/// `L_out = floor((L + 2p - d(k-1) - 1 + (ceil_mode ? s-1 : 0)) / s) + 1`, less one in ceil mode
+/// when the last window would start past the input and the left padding. Ties pick the first
+/// maximum, a window with NaN gives NaN (its last NaN), as torch; the gradient goes to the chosen
+/// element only. Errors as torch for padding above half the kernel and empty outputs.
+///
+/// ```
+/// use candle_core::{Device, Tensor};
+/// use candle_port_ops::{max_pool1d, Pool};
+/// let x = Tensor::new(&[[[1f32, 3., 2., 5., 4.]]], &Device::Cpu)?;
+/// let y = max_pool1d(&x, &Pool::new(&[2]).stride(&[1]))?;
+/// assert_eq!(y.to_vec3::<f32>()?, vec![vec![vec![3., 3., 5., 5.]]]);
+/// # Ok::<(), candle_core::Error>(())
+/// ```
+pub fn max_pool1d(x: &Tensor, p: &Pool) -> Result<Tensor> {
+    Ok(max_pool(x, p, 1, "max_pool1d")?.0)
+}
+
+/// `F.max_pool2d`: `out[n, c, i, j] = max_{a, b} x[n, c, i*s_h - p_h + a*d_h, j*s_w - p_w + b*d_w]`
+/// over the positions inside the input (the padding is -inf).
+///
+/// Input (N, C, H, W), output (N, C, H_out, W_out), each size as in [`max_pool1d`]. Ties pick
+/// the first maximum in row-major window order, NaN wins (the window's last NaN), the gradient
+/// goes to the chosen element only, as torch.
+///
+/// ```
+/// use candle_core::{Device, Tensor};
+/// use candle_port_ops::{max_pool2d, Pool};
+/// let x = Tensor::arange(0f32, 16., &Device::Cpu)?.reshape((1, 1, 4, 4))?;
+/// let y = max_pool2d(&x, &Pool::new(&[2]))?;
+/// assert_eq!(y.flatten_all()?.to_vec1::<f32>()?, vec![5., 7., 13., 15.]);
+/// # Ok::<(), candle_core::Error>(())
+/// ```
+pub fn max_pool2d(x: &Tensor, p: &Pool) -> Result<Tensor> {
+    Ok(max_pool(x, p, 2, "max_pool2d")?.0)
+}
+
+/// [`max_pool1d`] with torch's indices: the position in L of each chosen element, `i64`.
+///
+/// ```
+/// use candle_core::{Device, Tensor};
+/// use candle_port_ops::{max_pool1d_with_indices, Pool};
+/// let x = Tensor::new(&[[[1f32, 3., 2., 5., 4.]]], &Device::Cpu)?;
+/// let (_, i) = max_pool1d_with_indices(&x, &Pool::new(&[2]))?;
+/// assert_eq!(i.to_vec3::<i64>()?, vec![vec![vec![1, 3]]]);
+/// # Ok::<(), candle_core::Error>(())
+/// ```
+pub fn max_pool1d_with_indices(x: &Tensor, p: &Pool) -> Result<(Tensor, Tensor)> {
+    let (values, index) = max_pool(x, p, 1, "max_pool1d_with_indices")?;
+    Ok((values, index.to_dtype(DType::I64)?))
+}
+
+/// [`max_pool2d`] with torch's indices: `h * W + w` of each chosen element in its plane, `i64`.
+///
+/// ```
+/// use candle_core::{Device, Tensor};
+/// use candle_port_ops::{max_pool2d_with_indices, Pool};
+/// let x = Tensor::arange(0f32, 16., &Device::Cpu)?.reshape((1, 1, 4, 4))?;
+/// let (_, i) = max_pool2d_with_indices(&x, &Pool::new(&[2]))?;
+/// assert_eq!(i.flatten_all()?.to_vec1::<i64>()?, vec![5, 7, 13, 15]);
+/// # Ok::<(), candle_core::Error>(())
+/// ```
+pub fn max_pool2d_with_indices(x: &Tensor, p: &Pool) -> Result<(Tensor, Tensor)> {
+    let (values, index) = max_pool(x, p, 2, "max_pool2d_with_indices")?;
+    Ok((values, index.to_dtype(DType::I64)?))
+}

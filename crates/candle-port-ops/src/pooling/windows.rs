@@ -1,0 +1,137 @@
+//! Host-built constants: index tables of the max pools and 0/1 window matrices and divisors of
+//! the average pools. They depend on sizes and arguments only and carry no gradient.
+
+use candle_core::{bail, DType, Device, Result, Tensor};
+
+use super::options::Axis;
+
+/// The input positions that window `o` of `axis` reads, `K = kernel` of them. Positions
+/// outside the input become the window's first (before it) or last (after it) in-bound
+/// position: duplicates never change a max, a first-maximum scan over them is the first maximum
+/// of the in-bound elements, and the last NaN stays the last. `None` if a window holds no
+/// in-bound position (torch then returns -inf with an index outside the window).
+pub(crate) fn max_rows(axis: &Axis) -> Option<Vec<Vec<usize>>> {
+    let n = axis.input as i64;
+    (0..axis.output)
+        .map(|o| {
+            let start = axis.start(o);
+            let pos: Vec<i64> = (0..axis.kernel)
+                .map(|j| start + (j * axis.dilation) as i64)
+                .collect();
+            let first = *pos.iter().find(|&&q| (0..n).contains(&q))?;
+            let last = *pos.iter().rev().find(|&&q| (0..n).contains(&q))?;
+            Some(pos.iter().map(|&q| q.clamp(first, last) as usize).collect())
+        })
+        .collect()
+}
+
+/// ATen's adaptive windows `[floor(i * n / out), ceil((i + 1) * n / out))`.
+pub(crate) fn adaptive_bounds(n: usize, out: usize) -> Vec<(usize, usize)> {
+    (0..out)
+        .map(|i| ((i * n) / out, ((i + 1) * n).div_ceil(out)))
+        .collect()
+}
+
+/// Adaptive max windows padded to the longest one by repeating their last element.
+pub(crate) fn adaptive_max_rows(n: usize, out: usize) -> Vec<Vec<usize>> {
+    let bounds = adaptive_bounds(n, out);
+    let len = bounds.iter().map(|(s, e)| e - s).max().unwrap_or(0);
+    bounds
+        .iter()
+        .map(|&(s, e)| (0..len).map(|j| (s + j).min(e - 1)).collect())
+        .collect()
+}
+
+/// Flat indices (`h * W + w` per plane) of every window element: `flat` holds `P * K` of them,
+/// window-major, row-major inside the window; `base` = `K * (0..P)`; `positions` = `1..=K`.
+pub(crate) struct WindowTable {
+    pub flat: Tensor,
+    pub base: Tensor,
+    pub positions: Tensor,
+    pub windows: usize,
+    pub size: usize,
+}
+
+impl WindowTable {
+    /// Combine per-axis windows (`rows[axis][o][j]`) on an input of spatial `sizes`.
+    pub fn new(rows: &[Vec<Vec<usize>>], sizes: &[usize], device: &Device) -> Result<Self> {
+        let (flat, windows, size) = match rows {
+            [r] => (
+                r.iter().flatten().map(|&q| q as u32).collect::<Vec<_>>(),
+                r.len(),
+                r.first().map_or(0, Vec::len),
+            ),
+            [r, c] => {
+                let w = sizes[1];
+                let mut flat = Vec::new();
+                for rw in r {
+                    for cw in c {
+                        for &h in rw {
+                            flat.extend(cw.iter().map(|&q| (h * w + q) as u32));
+                        }
+                    }
+                }
+                let k = r.first().map_or(0, Vec::len) * c.first().map_or(0, Vec::len);
+                (flat, r.len() * c.len(), k)
+            }
+            _ => bail!("pooling: index tables are built for 1-D and 2-D windows only"),
+        };
+        if sizes.iter().product::<usize>() > u32::MAX as usize {
+            bail!("pooling: planes of more than 2^32 elements are not supported");
+        }
+        let base: Vec<u32> = (0..windows).map(|p| (p * size) as u32).collect();
+        let positions: Vec<u32> = (1..=size).map(|j| j as u32).collect();
+        Ok(WindowTable {
+            flat: Tensor::from_vec(flat, windows * size, device)?,
+            base: Tensor::from_vec(base, windows, device)?,
+            positions: Tensor::from_vec(positions, size, device)?,
+            windows,
+            size,
+        })
+    }
+}
+
+/// The in-bound part `[lo, hi)` of each average-pool window of `axis` and torch's divisor
+/// factor along it: with `count_include_pad` the window clipped to the padded input,
+/// `min(start + k, n + p) - start`, else the in-bound count `hi - lo`.
+pub(crate) fn avg_bounds(
+    axis: &Axis,
+    count_include_pad: bool,
+) -> (Vec<(usize, usize)>, Vec<usize>) {
+    let n = axis.input as i64;
+    let (mut bounds, mut counts) = (Vec::new(), Vec::new());
+    for o in 0..axis.output {
+        let start = axis.start(o);
+        let end = (start + axis.kernel as i64).min(n + axis.padding as i64);
+        let (lo, hi) = (start.max(0), end.min(n));
+        bounds.push((lo as usize, hi.max(lo) as usize));
+        counts.push(if count_include_pad {
+            end - start
+        } else {
+            (hi - lo).max(0)
+        } as usize);
+    }
+    (bounds, counts)
+}
+
+/// The (in, out) window matrix of one axis: column `o` holds `1 / factor[o]` at the inputs
+/// `[lo, hi)` of window `o`, so that `x @ matrix` averages the windows along x's last axis with
+/// this axis's share of torch's divisor (torch's divisor is a product of per-axis factors, or
+/// the override). A zero factor (an empty window, whose sum is 0) counts as 1.
+pub(crate) fn mean_matrix(
+    bounds: &[(usize, usize)],
+    factor: &[f64],
+    n: usize,
+    dtype: DType,
+    device: &Device,
+) -> Result<Tensor> {
+    let out = bounds.len();
+    let mut m = vec![0f64; n * out];
+    for (o, (&(lo, hi), &f)) in bounds.iter().zip(factor).enumerate() {
+        let weight = if f == 0.0 { 1.0 } else { 1.0 / f };
+        for q in lo..hi {
+            m[q * out + o] = weight;
+        }
+    }
+    Tensor::from_vec(m, (n, out), device)?.to_dtype(dtype)
+}
