@@ -16,3 +16,4 @@
 
 pub mod interpolate;
 pub mod pooling;
+pub use interpolate::*;
