@@ -75,7 +75,13 @@ pub(crate) fn axis_scale(
 
 /// ATen's `area_pixel_compute_source_index`: `scale * dst` with `align_corners`, else
 /// `scale * (dst + 0.5) - 0.5` (fused), clamped at 0 unless `cubic`.
-pub(crate) fn source_index(scale: f64, dst: usize, align_corners: bool, cubic: bool, p: Precision) -> f64 {
+pub(crate) fn source_index(
+    scale: f64,
+    dst: usize,
+    align_corners: bool,
+    cubic: bool,
+    p: Precision,
+) -> f64 {
     if align_corners {
         p.mul(scale, dst as f64)
     } else {

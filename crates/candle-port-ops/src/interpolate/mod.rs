@@ -103,7 +103,9 @@ pub fn interpolate(x: &Tensor, opts: &Interpolate) -> Result<Tensor> {
                         opts.mode == Mode::Bicubic,
                         p,
                     ),
-                    Mode::Bicubic => Some(weights::cubic(input, output, plan.align_corners, scale, p)),
+                    Mode::Bicubic => {
+                        Some(weights::cubic(input, output, plan.align_corners, scale, p))
+                    }
                     _ => weights::linear(input, output, plan.align_corners, scale, p),
                 };
                 match taps {

@@ -266,9 +266,14 @@ pub(crate) fn plan(dims: &[usize], opts: &Interpolate) -> Result<Plan> {
     let (outputs, scales) = match &opts.target {
         Target::Size(size) => {
             if opts.recompute_scale_factor == Some(true) {
-                bail!("interpolate: recompute_scale_factor is not meaningful with an explicit size");
+                bail!(
+                    "interpolate: recompute_scale_factor is not meaningful with an explicit size"
+                );
             }
-            (broadcast(size, spatial, "size", &inputs)?, vec![None; spatial])
+            (
+                broadcast(size, spatial, "size", &inputs)?,
+                vec![None; spatial],
+            )
         }
         Target::Scale(scale) => {
             let scale = broadcast(scale, spatial, "scale_factor", &inputs)?;

@@ -186,7 +186,11 @@ pub(crate) fn antialias(
             total = p.round(total + *wk);
         }
         for (k, &wk) in w.iter().enumerate() {
-            let wk = if total != 0.0 { p.round(wk / total) } else { wk };
+            let wk = if total != 0.0 {
+                p.round(wk / total)
+            } else {
+                wk
+            };
             taps.set(k, j, xmin + k as i64, wk);
         }
     }
