@@ -16,4 +16,5 @@
 
 pub mod interpolate;
 pub mod pooling;
+pub use interpolate::*;
 pub use pooling::*;

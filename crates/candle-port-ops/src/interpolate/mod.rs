@@ -1,1 +1,128 @@
-//! Resizing: every `F.interpolate` mode.
+//! Resizing: every `F.interpolate` mode (torch 2.14), equal to torch in forward and backward.
+//!
+//! Every mode is separable: each spatial axis whose size changes is resampled in turn, with
+//! constant indices and weights computed on the host exactly as ATen's CPU kernels compute them
+//! (`coords`, `weights`, `nearest`), and applied with `index_select` or a `matmul` (`apply`).
+//! Those ops differentiate in candle, so the result trains; candle's own `upsample_*` do not
+//! (`upsample_bilinear2d` has no backward at all).
+
+mod apply;
+mod coords;
+mod nearest;
+mod options;
+mod weights;
+
+pub use options::{Interpolate, Mode, Target};
+
+use candle_core::{bail, DType, Result, Tensor};
+
+use coords::Precision;
+use nearest::{nearest_index, NearestRule};
+
+/// `F.interpolate(x, size | scale_factor, mode, align_corners, recompute_scale_factor,
+/// antialias)` for an `(N, C, L)`, `(N, C, H, W)` or `(N, C, D, H, W)` tensor of f32 or f64
+/// (other dtypes are refused: cast first).
+///
+/// Per spatial axis, with `scale = (in - 1) / (out - 1)` (align_corners), else
+/// `1 / scale_factor` (a scale factor given and not recomputed), else `in / out`:
+///
+/// ```text
+/// nearest        y[j] = x[min(floor(j * scale), in - 1)]
+/// nearest-exact  y[j] = x[min(floor((j + 0.5) * scale), in - 1)]
+/// linear         s = max(scale * (j + 0.5) - 0.5, 0) (or scale * j);  i = floor(s)
+///                y[j] = (1 - (s - i)) x[i] + (s - i) x[min(i + 1, in - 1)]
+/// bicubic        s as linear without the clamp; Keys' kernel (A = -0.75) on x[i-1 ..= i+2],
+///                indices clamped to the border
+/// antialias      PIL's triangle / cubic (a = -0.5) filter, widened by scale when downscaling
+/// area           y[j] = mean(x[floor(j * in / out) .. ceil((j + 1) * in / out)])
+/// ```
+///
+/// rounded as ATen rounds them, so indices match torch exactly. The backward is candle's
+/// (`index_add` of the gradient, or the transposed matmul), equal to torch's.
+///
+/// Errors, like torch: `align_corners` with nearest / nearest-exact / area, a rank the mode
+/// does not take, `antialias` other than for 4-D bilinear / bicubic, `recompute_scale_factor`
+/// with a size, a `size`/`scale_factor` entry count that is neither 1 nor the spatial rank,
+/// a zero output size, and a non-positive scale.
+///
+/// ```
+/// use candle_core::{Device, Tensor};
+/// use candle_port_ops::{interpolate, Interpolate, Mode};
+/// # fn main() -> candle_core::Result<()> {
+/// let x = Tensor::new(&[[[1f64, 3.]]], &Device::Cpu)?; // (1, 1, 2)
+/// let y = interpolate(&x, &Interpolate::scale(&[2.0], Mode::Linear))?;
+/// assert_eq!(y.flatten_all()?.to_vec1::<f64>()?, [1.0, 1.5, 2.5, 3.0]);
+/// let n = interpolate(&x, &Interpolate::size(&[3], Mode::Nearest))?;
+/// assert_eq!(n.flatten_all()?.to_vec1::<f64>()?, [1.0, 1.0, 3.0]);
+/// # Ok(()) }
+/// ```
+pub fn interpolate(x: &Tensor, opts: &Interpolate) -> Result<Tensor> {
+    let p = match x.dtype() {
+        DType::F32 => Precision::F32,
+        DType::F64 => Precision::F64,
+        other => bail!("interpolate: only f32 and f64 tensors are supported, got {other:?} (cast with to_dtype first)"),
+    };
+    let plan = options::plan(x.dims(), opts)?;
+    let spatial = plan.inputs.len();
+    let rule = if opts.mode == Mode::Nearest
+        && spatial == 2
+        && plan.outputs.iter().sum::<usize>() <= 128
+    {
+        NearestRule::NearestIdx
+    } else {
+        NearestRule::Generic
+    };
+    // Shrinking axes first: every later axis then works on a smaller tensor.
+    let mut order: Vec<usize> = (0..spatial).collect();
+    order.sort_by(|&a, &b| {
+        let ra = plan.outputs[a] as f64 / plan.inputs[a] as f64;
+        let rb = plan.outputs[b] as f64 / plan.inputs[b] as f64;
+        ra.total_cmp(&rb)
+    });
+    let mut y = x.clone();
+    let mut changed = false;
+    for k in order {
+        let (input, output, scale) = (plan.inputs[k], plan.outputs[k], plan.scales[k]);
+        let dim = k + 2;
+        let next = match opts.mode {
+            Mode::Nearest | Mode::NearestExact => {
+                let exact = opts.mode == Mode::NearestExact;
+                match nearest_index(input, output, scale, exact, rule, p) {
+                    Some(index) => Some(apply::select(&y, dim, &index)?),
+                    None => None,
+                }
+            }
+            Mode::Linear | Mode::Bilinear | Mode::Trilinear | Mode::Bicubic | Mode::Area => {
+                let taps = match opts.mode {
+                    Mode::Area => weights::area(input, output),
+                    _ if opts.antialias => weights::antialias(
+                        input,
+                        output,
+                        plan.align_corners,
+                        scale,
+                        opts.mode == Mode::Bicubic,
+                        p,
+                    ),
+                    Mode::Bicubic => {
+                        Some(weights::cubic(input, output, plan.align_corners, scale, p))
+                    }
+                    _ => weights::linear(input, output, plan.align_corners, scale, p),
+                };
+                match taps {
+                    Some(taps) => Some(apply::resample(&y, dim, &taps)?),
+                    None => None,
+                }
+            }
+        };
+        if let Some(next) = next {
+            y = next;
+            changed = true;
+        }
+    }
+    if changed {
+        Ok(y)
+    } else {
+        // Every axis is copied: a new tensor, as torch returns, with an identity backward.
+        x.copy()
+    }
+}

@@ -1,0 +1,75 @@
+//! Applying one axis's resampling to a tensor, with candle ops that have a backward:
+//! `index_select` (backward: `index_add`), `matmul` with a constant matrix, `broadcast_mul`.
+
+use candle_core::{Result, Tensor};
+
+use super::weights::AxisTaps;
+
+/// `x` with dim `dim` replaced by `x.index_select(index, dim)`.
+pub(crate) fn select(x: &Tensor, dim: usize, index: &[u32]) -> Result<Tensor> {
+    let index = Tensor::from_slice(index, index.len(), x.device())?;
+    x.index_select(&index, dim)
+}
+
+/// Inputs per output above which the dense matrix does more work than the taps (each tap is
+/// an `index_select`, a multiply and an add over the whole output); see benches/interpolate.rs.
+const DENSE_INPUTS_PER_TAP: usize = 8;
+
+/// Resample dim `dim` of `x`: `y[.., j, ..] = sum_t weight[t][j] * x[.., index[t][j], ..]`.
+///
+/// Short axes (and many taps, as in downscaling) use one matmul with the dense `(out, in)`
+/// matrix; long axes with few taps sum `index_select`s scaled by the weights.
+pub(crate) fn resample(x: &Tensor, dim: usize, taps: &AxisTaps) -> Result<Tensor> {
+    if taps.input <= DENSE_INPUTS_PER_TAP * taps.index.len() {
+        dense(x, dim, taps)
+    } else {
+        gathered(x, dim, taps)
+    }
+}
+
+/// `matmul` with the dense matrix: `x` seen as `(before, in, after)`.
+fn dense(x: &Tensor, dim: usize, taps: &AxisTaps) -> Result<Tensor> {
+    let dims = x.dims().to_vec();
+    let before: usize = dims[..dim].iter().product();
+    let after: usize = dims[dim + 1..].iter().product();
+    let (input, output) = (taps.input, taps.output);
+    let m = Tensor::from_vec(taps.matrix(), (output, input), x.device())?.to_dtype(x.dtype())?;
+    let x = x.contiguous()?;
+    let y = if after == 1 {
+        // (before, in) @ (in, out)
+        x.reshape((before, input))?.matmul(&m.t()?.contiguous()?)?
+    } else if before == 1 {
+        // (out, in) @ (in, after)
+        m.matmul(&x.reshape((input, after))?)?
+    } else {
+        // candle 0.11's CPU batched matmul mishandles a zero-stride (broadcast) operand:
+        // give every batch its own copy of the matrix.
+        let m = m.broadcast_as((before, output, input))?.contiguous()?;
+        m.matmul(&x.reshape((before, input, after))?)?
+    };
+    let mut out_dims = dims;
+    out_dims[dim] = output;
+    y.reshape(out_dims)
+}
+
+/// Sum over taps of `index_select` times the tap's weights (broadcast along `dim`).
+fn gathered(x: &Tensor, dim: usize, taps: &AxisTaps) -> Result<Tensor> {
+    let mut wshape = vec![1usize; x.rank()];
+    wshape[dim] = taps.output;
+    let mut sum: Option<Tensor> = None;
+    for (index, weight) in taps.index.iter().zip(&taps.weight) {
+        if weight.iter().all(|&w| w == 0.0) {
+            continue;
+        }
+        let w = Tensor::from_slice(weight, wshape.as_slice(), x.device())?.to_dtype(x.dtype())?;
+        let term = select(x, dim, index)?.broadcast_mul(&w)?;
+        sum = Some(match sum {
+            None => term,
+            Some(s) => (s + term)?,
+        });
+    }
+    match sum {
+        Some(s) => Ok(s),
+        None => dense(x, dim, taps),
+    }
+}
