@@ -96,8 +96,9 @@ fn numeric_grad(x: &Tensor, f: impl Fn(&Tensor) -> Result<f64>) -> Result<Tensor
     Tensor::from_vec(out, x.shape(), x.device())
 }
 
-fn randn(shape: &[usize], seed: u64) -> Tensor {
-    // A small deterministic generator: the tests must not depend on candle's RNG.
+/// f64 values uniform in [-1, 1) from a fixed seed (an LCG: independent of candle's RNG, so the
+/// measured numbers never move). Distinct values almost surely: no accidental ties.
+fn noise(shape: &[usize], seed: u64) -> Tensor {
     let mut state = seed
         .wrapping_mul(6364136223846793005)
         .wrapping_add(1442695040888963407);
@@ -169,9 +170,9 @@ fn bilinear_forward_equals_torch_and_backward_bails() {
 /// confirmed (the gradient is the upstream gradient).
 #[test]
 fn bilinear_with_scale_at_identity_size_has_a_gradient() {
-    let x = Var::from_tensor(&randn(&[1, 1, 4, 4], 1)).unwrap();
+    let x = Var::from_tensor(&noise(&[1, 1, 4, 4], 1)).unwrap();
     let y = x.upsample_bilinear2d_with_scale(1.0, 1.0, false).unwrap();
-    let g = randn(&[1, 1, 4, 4], 2);
+    let g = noise(&[1, 1, 4, 4], 2);
     let grad = grad_of(&x, &y, &g).unwrap().expect("a gradient");
     assert_eq!(rel_err(&grad, &g).unwrap(), 0.0);
 }
@@ -444,8 +445,8 @@ fn nearest_non_integer_non_uniform_or_downscale_backward_bails() {
 /// drops the `+ 3` (the gradient is the upsample's alone); written `other + up`, it is torch's.
 #[test]
 fn nearest_backward_overwrites_other_consumers_gradient() {
-    let x = Var::from_tensor(&randn(&[1, 1, 2, 3], 3)).unwrap();
-    let g = randn(&[1, 1, 4, 6], 4);
+    let x = Var::from_tensor(&noise(&[1, 1, 2, 3], 3)).unwrap();
+    let g = noise(&[1, 1, 4, 6], 4);
     let up = x.upsample_nearest2d(4, 6).unwrap();
     let upsample_part = (&up * &g).unwrap().sum_all().unwrap();
     let other_part = (x.as_tensor() * 3.0).unwrap().sum_all().unwrap();
@@ -467,8 +468,8 @@ fn nearest_backward_overwrites_other_consumers_gradient() {
 /// "backward is not supported for conv-transpose1d". Measured: confirmed.
 #[test]
 fn conv_transpose1d_backward_bails() {
-    let x = Var::from_tensor(&randn(&[1, 2, 5], 5)).unwrap();
-    let k = randn(&[2, 3, 4], 6);
+    let x = Var::from_tensor(&noise(&[1, 2, 5], 5)).unwrap();
+    let k = noise(&[2, 3, 4], 6);
     let y = x.conv_transpose1d(&k, 1, 0, 2, 1, 1).unwrap();
     assert_eq!(y.dims(), &[1, 3, 10]);
     assert_eq!(
@@ -489,7 +490,7 @@ fn conv_grad_errors(
     let x = Var::from_tensor(xt).unwrap();
     let k = Var::from_tensor(kt).unwrap();
     let y = conv(x.as_tensor(), k.as_tensor()).unwrap();
-    let g = randn(y.dims(), 9);
+    let g = noise(y.dims(), 9);
     let grads = (&y * &g)
         .and_then(|p| p.sum_all())
         .and_then(|l| l.backward())
@@ -519,8 +520,8 @@ fn assert_grads_ok(what: &str, result: GradErrors) {
 /// < dilation, so the failing cases all have dilation > 1.
 #[test]
 fn conv_transpose2d_backward_fails_when_output_padding_reaches_stride() {
-    let xt = randn(&[1, 2, 4, 5], 7);
-    let kt = randn(&[2, 3, 3, 3], 8);
+    let xt = noise(&[1, 2, 4, 5], 7);
+    let kt = noise(&[2, 3, 3, 3], 8);
     for (s, p, op, d) in [
         (1, 0, 0, 1),
         (2, 0, 0, 1),
@@ -551,9 +552,9 @@ fn conv_transpose2d_backward_fails_when_output_padding_reaches_stride() {
 /// the backward fails with a shape mismatch. Measured: confirmed.
 #[test]
 fn conv2d_backward_fails_when_h_and_w_residuals_differ() {
-    let kt = randn(&[3, 2, 3, 3], 11);
+    let kt = noise(&[3, 2, 3, 3], 11);
     for (h, w, s, p) in [(6, 6, 1, 1), (8, 8, 2, 1), (7, 7, 2, 1), (6, 8, 2, 1)] {
-        let xt = randn(&[1, 2, h, w], 10);
+        let xt = noise(&[1, 2, h, w], 10);
         let result = conv_grad_errors(&xt, &kt, |x, k| x.conv2d(k, p, s, 1, 1));
         assert_grads_ok(&format!("conv2d {h}x{w} stride {s}"), result);
     }
@@ -580,7 +581,7 @@ fn conv2d_backward_fails_when_h_and_w_residuals_differ() {
             "shape mismatch in add, lhs: [1, 2, 9, 8], rhs: [1, 2, 9, 6]",
         ),
     ] {
-        let xt = randn(&[1, 2, h, w], 10);
+        let xt = noise(&[1, 2, h, w], 10);
         let result = conv_grad_errors(&xt, &kt, |x, k| x.conv2d(k, p, s, 1, 1));
         assert_eq!(
             result,
@@ -598,11 +599,11 @@ fn conv2d_backward_fails_when_h_and_w_residuals_differ() {
 /// computed by conv_transpose2d, is still right.
 #[test]
 fn conv2d_with_non_contiguous_kernel() {
-    let xt = randn(&[1, 2, 6, 6], 27);
-    let kt = randn(&[3, 2, 3, 3], 28);
+    let xt = noise(&[1, 2, 6, 6], 27);
+    let kt = noise(&[3, 2, 3, 3], 28);
     let transposed = conv_grad_errors(&xt, &kt, |x, k| x.conv2d(&k.transpose(2, 3)?, 1, 1, 1, 1));
     assert_grads_ok("transposed kernel", transposed);
-    let big = randn(&[3, 4, 1, 1], 29);
+    let big = noise(&[3, 4, 1, 1], 29);
     let sliced = big.narrow(1, 2, 2).unwrap();
     assert!(!sliced.is_contiguous());
     let conv = |k: &Tensor| xt.conv2d(k, 1, 1, 1, 1).unwrap();
@@ -610,7 +611,7 @@ fn conv2d_with_non_contiguous_kernel() {
     assert!(err > 1.0, "sliced kernel forward: {err:e}");
     let x = Var::from_tensor(&xt).unwrap();
     let y = x.conv2d(&sliced, 1, 1, 1, 1).unwrap();
-    let g = randn(y.dims(), 30);
+    let g = noise(y.dims(), 30);
     let grad = grad_of(&x, &y, &g).unwrap().unwrap();
     let kc = sliced.contiguous().unwrap();
     let want = numeric_grad(&xt, |x| {
@@ -632,8 +633,8 @@ fn has_grads(loss: &Tensor, vars: &[&Var]) -> Vec<bool> {
         .collect()
 }
 
-fn f32_randn(shape: &[usize], seed: u64) -> Tensor {
-    randn(shape, seed).to_dtype(DType::F32).unwrap()
+fn f32_noise(shape: &[usize], seed: u64) -> Tensor {
+    noise(shape, seed).to_dtype(DType::F32).unwrap()
 }
 
 /// Claim (candle-ops.md 2.2; verify's layer_norm, rms_norm and softmax caveats):
@@ -645,10 +646,10 @@ fn f32_randn(shape: &[usize], seed: u64) -> Tensor {
 #[test]
 fn fused_candle_nn_ops_cut_gradients() {
     let dev = Device::Cpu;
-    let x = Var::from_tensor(&f32_randn(&[2, 3, 8], 13)).unwrap();
+    let x = Var::from_tensor(&f32_noise(&[2, 3, 8], 13)).unwrap();
     let weight = Var::from_tensor(&Tensor::ones(8, DType::F32, &dev).unwrap()).unwrap();
     let bias = Var::from_tensor(&Tensor::zeros(8, DType::F32, &dev).unwrap()).unwrap();
-    let g = f32_randn(&[2, 3, 8], 14);
+    let g = f32_noise(&[2, 3, 8], 14);
     let loss = |y: Tensor| (y * &g).unwrap().sum_all().unwrap();
     let ln = candle_nn::LayerNorm::new(weight.as_tensor().clone(), bias.as_tensor().clone(), 1e-5);
     let rms = candle_nn::RmsNorm::new(weight.as_tensor().clone(), 1e-5);
@@ -665,7 +666,7 @@ fn fused_candle_nn_ops_cut_gradients() {
     let softmax = candle_nn::ops::softmax(&x, D::Minus1).unwrap();
     assert_eq!(has_grads(&loss(softmax), &[&x]), [true]);
     // The slow paths: a non-contiguous input.
-    let xt = Var::from_tensor(&f32_randn(&[2, 8, 3], 19)).unwrap();
+    let xt = Var::from_tensor(&f32_noise(&[2, 8, 3], 19)).unwrap();
     let x_view = xt.transpose(1, 2).unwrap();
     assert!(!x_view.is_contiguous());
     assert_eq!(
@@ -677,9 +678,9 @@ fn fused_candle_nn_ops_cut_gradients() {
         [true; 2]
     );
     // rope: (batch, heads, seq, dim) with cos/sin (seq, dim / 2).
-    let q = Var::from_tensor(&f32_randn(&[1, 2, 3, 8], 15)).unwrap();
-    let (cos, sin) = (f32_randn(&[3, 4], 16), f32_randn(&[3, 4], 17));
-    let gq = f32_randn(&[1, 2, 3, 8], 18);
+    let q = Var::from_tensor(&f32_noise(&[1, 2, 3, 8], 15)).unwrap();
+    let (cos, sin) = (f32_noise(&[3, 4], 16), f32_noise(&[3, 4], 17));
+    let gq = f32_noise(&[1, 2, 3, 8], 18);
     let fast = candle_nn::rotary_emb::rope(&q, &cos, &sin).unwrap();
     assert!(grad_of(&q, &fast, &gq).unwrap().is_none());
     let slow = candle_nn::rotary_emb::rope_slow(&q, &cos, &sin).unwrap();
@@ -693,7 +694,7 @@ fn fused_candle_nn_ops_cut_gradients() {
 #[test]
 fn fused_candle_nn_ops_in_f64() {
     let dev = Device::Cpu;
-    let x = randn(&[2, 3, 8], 20);
+    let x = noise(&[2, 3, 8], 20);
     let w = Tensor::ones(8, DType::F64, &dev).unwrap();
     let ln =
         candle_nn::LayerNorm::new(w.clone(), Tensor::zeros(8, DType::F64, &dev).unwrap(), 1e-5);
@@ -709,8 +710,8 @@ fn fused_candle_nn_ops_in_f64() {
     let fused = candle_nn::ops::softmax_last_dim(&x).unwrap();
     let composed = candle_nn::ops::softmax(&x, D::Minus1).unwrap();
     assert!(rel_err(&fused, &composed).unwrap() < 1e-12);
-    let q = randn(&[1, 2, 3, 8], 21);
-    let (cos, sin) = (randn(&[3, 4], 22), randn(&[3, 4], 23));
+    let q = noise(&[1, 2, 3, 8], 21);
+    let (cos, sin) = (noise(&[3, 4], 22), noise(&[3, 4], 23));
     let fused = candle_nn::rotary_emb::rope(&q, &cos, &sin).unwrap();
     let composed = candle_nn::rotary_emb::rope_slow(&q, &cos, &sin).unwrap();
     assert!(rel_err(&fused, &composed).unwrap() < 1e-12);
@@ -725,10 +726,10 @@ fn fused_candle_nn_ops_in_f64() {
 #[test]
 fn runtime_building_blocks_differentiate() {
     let dev = Device::Cpu;
-    let xt = randn(&[3, 4], 24);
+    let xt = noise(&[3, 4], 24);
     let idx = Tensor::new(&[2u32, 0, 2, 1], &dev).unwrap();
     let gidx = Tensor::new(&[[3u32, 0], [1, 1], [2, 3]], &dev).unwrap();
-    let m = randn(&[2, 4, 5], 25);
+    let m = noise(&[2, 4, 5], 25);
     type Op<'a> = Box<dyn Fn(&Tensor) -> Result<Tensor> + 'a>;
     let ops: Vec<(&str, Op)> = vec![
         (
@@ -750,7 +751,7 @@ fn runtime_building_blocks_differentiate() {
     for (name, f) in ops {
         let x = Var::from_tensor(&xt).unwrap();
         let y = f(x.as_tensor()).unwrap();
-        let g = randn(y.dims(), 26);
+        let g = noise(y.dims(), 26);
         let grad = grad_of(&x, &y, &g).unwrap().expect(name);
         let want = numeric_grad(&xt, |x| (f(x)? * &g)?.sum_all()?.to_scalar::<f64>()).unwrap();
         let err = rel_err(&grad, &want).unwrap();
@@ -781,8 +782,8 @@ fn scatter_destination_gradient() {
     let y = init.scatter(&full_idx, &src, 1).unwrap();
     let grads = y.sum_all().unwrap().backward().unwrap();
     assert_eq!(values(grads.get(init.as_tensor()).unwrap()), [1.0; 4]);
-    // torch gives the src elements that lose the race (two write position 1) no gradient; candle
-    // gives every src element the gradient of the position it targets.
+    // As torch (2.14): every src element gets the gradient of the position it targets, even the
+    // one of the two writing position 1 whose value is overwritten.
     assert_eq!(values(grads.get(src.as_tensor()).unwrap()), [1.0; 4]);
     let small_idx = Tensor::new(&[[1u32]], &dev).unwrap();
     let small_src = Var::from_tensor(&Tensor::new(&[[5f64]], &dev).unwrap()).unwrap();
