@@ -438,6 +438,32 @@ fn nearest_non_integer_non_uniform_or_downscale_backward_bails() {
     }
 }
 
+/// Claim (verify's upsample_nearest1d condition, candle-ops.md 2.1 UpsampleNearest1D): 1-D
+/// nearest (`interpolate1d`) differentiates an integer upscale and bails otherwise, like 2-D.
+/// Measured: confirmed; the integer case equals finite differences, 5 -> 7 and 6 -> 3 fail with
+/// "backward not supported for non integer upscaling factors".
+#[test]
+fn nearest1d_integer_scale_differentiates_and_others_bail() {
+    let xt = noise(&[1, 2, 5], 31);
+    let x = Var::from_tensor(&xt).unwrap();
+    let y = x.interpolate1d(15).unwrap();
+    let g = noise(&[1, 2, 15], 32);
+    let grad = grad_of(&x, &y, &g).unwrap().unwrap();
+    let want = numeric_grad(&xt, |x| {
+        (x.interpolate1d(15)? * &g)?.sum_all()?.to_scalar::<f64>()
+    })
+    .unwrap();
+    assert!(rel_err(&grad, &want).unwrap() < 1e-9);
+    for (size, target) in [(5, 7), (6, 3)] {
+        let x = Var::from_tensor(&noise(&[1, 2, size], 33)).unwrap();
+        let y = x.interpolate1d(target).unwrap();
+        assert_eq!(
+            first_line(&backward_error(&y)),
+            "backward not supported for non integer upscaling factors"
+        );
+    }
+}
+
 /// Claim (candle-ops.md 2.3, verify's upsample_nearest2d caveat): the nearest backward overwrites
 /// the gradient accumulated so far instead of adding to it, so another consumer of the
 /// upsample's input loses its share, depending on graph order. `loss = sum(up2(x) * g) + 3 *
