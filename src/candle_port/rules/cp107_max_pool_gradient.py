@@ -29,7 +29,10 @@ class MaxPoolGradient(Rule):
         "instead of routing it to the maximum: 0.25x for 2x2 pooling, silently; on sizes the kernel does "
         "not divide, most maxima get no gradient at all (measured)"
     )
-    source = "candle-core/src/backprop.rs:358-377 (../shared/candle-ops.md, sections 2.3 and 3.2)"
+    source = (
+        "candle-core/src/backprop.rs:358-377 (../shared/candle-ops.md, sections 2.3 and 3.2; "
+        "measured in candle 0.11.0: docs/candle-measured.md)"
+    )
     default_severity = Severity.WARNING
     fix_hint = (
         "port-fix swaps in candle_port.runtime's max pooling (argmax, then gather: the gradient goes to "

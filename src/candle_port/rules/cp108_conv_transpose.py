@@ -27,7 +27,10 @@ class ConvTranspose(Rule):
         "groups argument, and its backward ignores output_padding (backward() fails with a shape mismatch "
         "unless output_padding < stride)"
     )
-    source = "candle-core/src/backprop.rs:314-342 (../shared/candle-ops.md, sections 2.1 and 3.3)"
+    source = (
+        "candle-core/src/backprop.rs:314-342 (../shared/candle-ops.md, sections 2.1 and 3.3; "
+        "measured in candle 0.11.0: docs/candle-measured.md)"
+    )
     fix_hint = (
         "1-D: unsqueeze to 2-D and use conv_transpose2d with a (1, k) kernel; groups: split the channels "
         "and run one conv_transpose2d per group, then cat; keep output_padding < stride"
