@@ -504,6 +504,61 @@ fn conv_transpose1d_backward_bails() {
     );
 }
 
+/// CP108's workaround for conv_transpose1d: conv_transpose2d on a height-1 image with padding 0
+/// and output_padding 0, then crop `padding` columns from each end and append `output_padding`
+/// zero columns (what torch's padding and output_padding do to the full output).
+fn conv_transpose1d_via_2d(
+    x: &Tensor,
+    k: &Tensor,
+    padding: usize,
+    output_padding: usize,
+    stride: usize,
+) -> Result<Tensor> {
+    let full = x
+        .unsqueeze(2)?
+        .conv_transpose2d(&k.unsqueeze(2)?, 0, 0, stride, 1)?
+        .squeeze(2)?;
+    let len = full.dim(2)? + output_padding - 2 * padding;
+    let kept = (full.dim(2)? - padding).min(len);
+    let body = full.narrow(2, padding, kept)?;
+    if kept == len {
+        return Ok(body);
+    }
+    let (n, c, _) = body.dims3()?;
+    let zeros = Tensor::zeros((n, c, len - kept), body.dtype(), body.device())?;
+    Tensor::cat(&[&body, &zeros], 2)
+}
+
+/// Claim (CP108's fix hint, as first written): "1-D: unsqueeze to 2-D and use conv_transpose2d
+/// with a (1, k) kernel". Measured: **corrected**. candle's conv_transpose2d applies its one
+/// padding and output_padding to the height too, so with output_padding > 0 the result gets a
+/// second row, and with padding > 0 the height `1 - 2 * padding` underflows (a panic in debug
+/// builds). Padding 0 and output_padding 0, then cropping, equals conv_transpose1d in forward and
+/// has a backward (input and kernel gradients equal finite differences).
+#[test]
+fn conv_transpose1d_as_conv_transpose2d() {
+    let xt = noise(&[1, 2, 5], 34);
+    let kt = noise(&[2, 3, 4], 35);
+    let naive = |p: usize, op: usize| {
+        xt.unsqueeze(2)
+            .and_then(|x| x.conv_transpose2d(&kt.unsqueeze(2)?, p, op, 2, 1))
+    };
+    assert_eq!(naive(0, 0).unwrap().dims(), &[1, 3, 1, 12]);
+    assert_eq!(naive(0, 1).unwrap().dims(), &[1, 3, 2, 13]);
+    #[cfg(debug_assertions)]
+    assert!(std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| naive(1, 0))).is_err());
+    for (p, op, s) in [(0, 0, 2), (1, 0, 2), (1, 1, 2), (0, 1, 2), (2, 1, 3)] {
+        let want = xt.conv_transpose1d(&kt, p, op, s, 1, 1).unwrap();
+        let got = conv_transpose1d_via_2d(&xt, &kt, p, op, s).unwrap();
+        assert!(rel_err(&got, &want).unwrap() < 1e-12, "p {p} op {op} s {s}");
+        let result = conv_grad_errors(&xt, &kt, |x, k| conv_transpose1d_via_2d(x, k, p, op, s));
+        assert_grads_ok(
+            &format!("conv_transpose1d via 2-D, p {p} op {op} s {s}"),
+            result,
+        );
+    }
+}
+
 type GradErrors = std::result::Result<(f64, f64), String>;
 
 /// Relative errors of candle's input and kernel gradients against finite differences, or the
@@ -537,6 +592,37 @@ fn assert_grads_ok(what: &str, result: GradErrors) {
         Ok((ex, ek)) => assert!(ex < 1e-9 && ek < 1e-9, "{what}: errors {ex:e} {ek:e}"),
         Err(e) => panic!("{what}: backward failed: {e}"),
     }
+}
+
+/// Claim (CP108's fix hint): grouped conv_transpose2d, which candle lacks, is "split the channels
+/// and run one conv_transpose2d per group, then cat". Measured: confirmed; it equals one
+/// conv_transpose2d with the block-diagonal kernel, and its gradients (through kernel slices at
+/// non-zero offsets) equal finite differences.
+#[test]
+fn grouped_conv_transpose2d_as_one_per_group() {
+    let groups = 2;
+    let xt = noise(&[1, 4, 3, 4], 36);
+    let kt = noise(&[4, 3, 3, 3], 37); // (c_in, c_out / groups, kh, kw)
+    let grouped = |x: &Tensor, k: &Tensor| -> Result<Tensor> {
+        let parts = (0..groups)
+            .map(|g| {
+                x.narrow(1, 2 * g, 2)?
+                    .conv_transpose2d(&k.narrow(0, 2 * g, 2)?, 1, 1, 2, 1)
+            })
+            .collect::<Result<Vec<_>>>()?;
+        Tensor::cat(&parts, 1)
+    };
+    // The same op as one conv_transpose2d with a block-diagonal (c_in, c_out, kh, kw) kernel.
+    let zeros = Tensor::zeros((2, 3, 3, 3), DType::F64, &Device::Cpu).unwrap();
+    let top = Tensor::cat(&[&kt.narrow(0, 0, 2).unwrap(), &zeros], 1).unwrap();
+    let bottom = Tensor::cat(&[&zeros, &kt.narrow(0, 2, 2).unwrap()], 1).unwrap();
+    let dense = Tensor::cat(&[&top, &bottom], 0).unwrap();
+    let want = xt.conv_transpose2d(&dense, 1, 1, 2, 1).unwrap();
+    assert!(rel_err(&grouped(&xt, &kt).unwrap(), &want).unwrap() < 1e-12);
+    assert_grads_ok(
+        "grouped conv_transpose2d",
+        conv_grad_errors(&xt, &kt, grouped),
+    );
 }
 
 /// Claim (CP108, candle-ops.md 2.1/3.3): conv_transpose2d has a full backward that ignores

@@ -32,7 +32,9 @@ class ConvTranspose(Rule):
         "measured in candle 0.11.0: docs/candle-measured.md)"
     )
     fix_hint = (
-        "1-D: unsqueeze to 2-D and use conv_transpose2d with a (1, k) kernel; groups: split the channels "
+        "1-D: unsqueeze to 2-D and use conv_transpose2d with a (1, k) kernel, padding 0 and output_padding 0 "
+        "(candle applies both to the height too), then crop `padding` columns from each end and append "
+        "`output_padding` zero columns; groups: split the channels "
         "and run one conv_transpose2d per group, then cat; keep output_padding < stride"
     )
     VALID = (
