@@ -1,8 +1,8 @@
 """A small U-Net of the kind people port to candle: max-pooling encoder, bilinear decoder.
 
 `port-check examples/unet.py` reports both upsampling sites (CP101: candle has no backward for
-upsample_bilinear2d, so this model cannot be trained in candle as written) and the max pool
-(CP107, a warning: candle trains it, but its gradient is 1/4 of the true one).
+upsample_bilinear2d: not trainable in candle as written) and the max pool (CP107, a warning: its
+candle gradient is 1/4 of torch's, none for most maxima on odd sizes; docs/candle-measured.md).
 """
 
 import torch

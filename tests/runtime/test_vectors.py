@@ -49,7 +49,10 @@ def _cases():
     for family in make_vectors.FAMILIES:
         table = json.loads((VECTORS / f"{family}.json").read_text())
         for case in table["cases"]:
-            yield pytest.param(family, case, id=case["id"])
+            # The native family also holds torch's numbers for ops the runtime does not replace
+            # (relu, hardtanh): only candle's own ops are measured against those.
+            if hasattr(runtime, case["op"]):
+                yield pytest.param(family, case, id=case["id"])
 
 
 _TENSORS = {family: None for family in make_vectors.FAMILIES}

@@ -83,6 +83,11 @@ CASES = [
     pytest.param("convolution", {"input": t(1, 4, 8, 8), "weight": t(4, 1, 4, 4), "stride": [2, 2], "padding": [1, 1], "transposed": True, "output_padding": [0, 0], "groups": 4}, None, False, id="conv-transpose2d-grouped"),
     pytest.param("convolution", {"input": t(1, 4, 8, 8), "weight": t(4, 2, 4, 4), "stride": [2, 2], "padding": [1, 1], "transposed": True, "output_padding": [0, 0]}, None, True, id="conv-transpose2d"),
     pytest.param("convolution", {"input": t(1, 3, 4, 8, 8), "weight": t(4, 3, 3, 3, 3)}, None, False, id="conv3d"),
+    # Measured in crates/candle-port-ops/tests/candle_native.rs (docs/candle-measured.md):
+    pytest.param("convolution", {"input": t(1, 2, 4, 5), "weight": t(2, 3, 3, 3), "stride": [1, 1], "padding": [0, 0], "dilation": [2, 2], "transposed": True, "output_padding": [1, 1]}, None, False, id="conv-transpose2d-output-padding-ge-stride"),
+    pytest.param("convolution", {"input": t(1, 2, 4, 5), "weight": t(2, 3, 3, 3), "stride": [2, 2], "padding": [1, 1], "dilation": [1, 1], "transposed": True, "output_padding": [1, 1]}, None, True, id="conv-transpose2d-output-padding-lt-stride"),
+    pytest.param("scatter_add", {"input": t(1, 4), "index": t(1, 1), "src": t(1, 1)}, None, False, id="scatter-add-small-index"),
+    pytest.param("scatter_add", {"input": t(1, 4), "index": t(1, 4), "src": t(1, 4)}, None, True, id="scatter-add-full-index"),
 ]
 
 
@@ -96,3 +101,21 @@ def test_conditions(condition, args, out, ok):
 def test_maxpool_allowed_still_warns_about_candles_gradient():
     entry = lookup("max_pool2d_with_indices")
     assert "wrong" in entry.warning
+
+
+@pytest.mark.parametrize(
+    "condition, needle",
+    [
+        pytest.param("max_pool", "misses most maxima", id="max-pool-misses-maxima"),
+        pytest.param("avg_pool", "wrong rows", id="avg-pool-wrong-rows"),
+    ],
+)
+def test_pool_on_sizes_the_kernel_does_not_divide_warns(condition, needle):
+    # 5x7 with k=2 (measured: crates/candle-port-ops/tests/candle_native.rs)
+    outcome = CONDITIONS[condition]({"input": t(1, 2, 5, 7), "kernel_size": [2, 2], "stride": [2, 2]}, None)
+    assert outcome.ok and needle in outcome.warning
+
+
+def test_scatter_add_is_conditional_and_warns_about_the_destination_gradient():
+    entry = lookup("scatter_add")
+    assert entry.cls == "conditional" and "destination" in entry.warning

@@ -15,7 +15,10 @@ class BilinearUpsampling(Rule):
         "candle's autograd bails with 'backward not supported for upsample_bilinear2d' "
         "as soon as a loss depends on it"
     )
-    source = "candle-core/src/backprop.rs:411-413 (../shared/candle-ops.md, section 2.1 and 4.1)"
+    source = (
+        "candle-core/src/backprop.rs:411-413 (../shared/candle-ops.md, section 2.1 and 4.1; "
+        "measured in candle 0.11.0: docs/candle-measured.md)"
+    )
     fix_hint = (
         "port-fix --strategy runtime swaps in candle_port.runtime, equal in forward and backward and "
         "built from ops candle can differentiate"

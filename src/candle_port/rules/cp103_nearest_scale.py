@@ -28,7 +28,10 @@ class NearestScale(Rule):
         "candle's upsample_nearest2d backward bails with 'backward not supported for non integer "
         "upscaling factors' or '... non uniform upscaling factors'"
     )
-    source = "candle-core/src/backprop.rs:390-410 (../shared/candle-ops.md, section 2.1)"
+    source = (
+        "candle-core/src/backprop.rs:390-410 (../shared/candle-ops.md, section 2.1; "
+        "measured in candle 0.11.0: docs/candle-measured.md)"
+    )
     fix_hint = (
         "port-fix swaps in candle_port.runtime.interpolate (index_select on precomputed indices, exact); "
         "or use an integer, uniform scale_factor (e.g. 2)"

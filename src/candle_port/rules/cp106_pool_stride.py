@@ -75,7 +75,10 @@ class PoolStride(Rule):
         "candle's pooling backward bails with 'backward not supported for maxpool2d (avgpool2d) if "
         "ksize != stride', and candle's max_pool2d/avg_pool2d have no padding, dilation or ceil_mode"
     )
-    source = "candle-core/src/backprop.rs:343-377 (../shared/candle-ops.md, sections 2.1 and 3.2)"
+    source = (
+        "candle-core/src/backprop.rs:343-377 (../shared/candle-ops.md, sections 2.1 and 3.2; "
+        "measured in candle 0.11.0: docs/candle-measured.md)"
+    )
     fix_hint = (
         "port-fix swaps in candle_port.runtime's pooling (gather / matmul, exact, full backward); or use "
         "kernel_size == stride without padding (pad the input yourself first if needed)"

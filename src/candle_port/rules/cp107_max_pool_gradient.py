@@ -14,8 +14,11 @@ class MaxPoolGradient(Rule):
 
     candle's MaxPool2D backward arm multiplies the gradient by the window's mean of the max mask
     (`mask.avg_pool2d(k, s)`), so a window with one maximum gets grad/(kh*kw): 0.25x for 2x2
-    (../shared/candle-ops.md, 2.3 and 7.4). Sites that CP106 reports (stride != kernel_size,
-    padding, dilation, ceil_mode) are left to it.
+    (../shared/candle-ops.md, 2.3 and 7.4). Measured in candle 0.11.0
+    (crates/candle-port-ops/tests/candle_native.rs, docs/candle-measured.md): exactly that; tied
+    maxima each get count/(kh*kw) of the gradient, where torch gives all of it to one; and when
+    the kernel does not divide H or W, most maxima get no gradient at all. Sites that CP106
+    reports (stride != kernel_size, padding, dilation, ceil_mode) are left to it.
     """
 
     code = "CP107"
@@ -23,9 +26,13 @@ class MaxPoolGradient(Rule):
     summary = "max pooling: candle's backward runs without error but scales the gradient by 1/(kh*kw)"
     why = (
         "candle's max_pool2d backward multiplies the gradient by the mean of each window's max mask "
-        "instead of routing it to the maximum: 0.25x for 2x2 pooling, silently"
+        "instead of routing it to the maximum: 0.25x for 2x2 pooling, silently; on sizes the kernel does "
+        "not divide, most maxima get no gradient at all (measured)"
     )
-    source = "candle-core/src/backprop.rs:358-377 (../shared/candle-ops.md, sections 2.3 and 3.2)"
+    source = (
+        "candle-core/src/backprop.rs:358-377 (../shared/candle-ops.md, sections 2.3 and 3.2; "
+        "measured in candle 0.11.0: docs/candle-measured.md)"
+    )
     default_severity = Severity.WARNING
     fix_hint = (
         "port-fix swaps in candle_port.runtime's max pooling (argmax, then gather: the gradient goes to "

@@ -12,8 +12,11 @@ class ConvTranspose(Rule):
 
     conv_transpose1d's backward arm is `Err(BackwardNotSupported { op: "conv-transpose1d" })`
     (backprop.rs:314-316); candle's conv_transpose2d has no groups (candle-nn `// TODO: support
-    groups.`) and its backward ignores output_padding, so the input gradient's shape is right only
-    while output_padding < stride (../shared/candle-ops.md, 2.1 rows ConvTranspose1D/2D, 3.3, 7.2).
+    groups.`) and its backward ignores output_padding, so the input gradient has the right shape
+    only while output_padding < stride; otherwise `backward()` fails with "shape mismatch in add"
+    (../shared/candle-ops.md, 2.1 rows ConvTranspose1D/2D, 3.3, 7.2). Measured in candle 0.11.0:
+    crates/candle-port-ops/tests/candle_native.rs (docs/candle-measured.md). torch accepts
+    output_padding >= stride only when output_padding < dilation.
     """
 
     code = "CP108"
@@ -21,11 +24,17 @@ class ConvTranspose(Rule):
     summary = "conv_transpose1d (no backward), conv_transpose2d with groups != 1 or output_padding >= stride"
     why = (
         "candle bails with 'backward is not supported for conv-transpose1d'; its conv_transpose2d has no "
-        "groups argument, and its backward ignores output_padding (gradient shape wrong unless < stride)"
+        "groups argument, and its backward ignores output_padding (backward() fails with a shape mismatch "
+        "unless output_padding < stride)"
     )
-    source = "candle-core/src/backprop.rs:314-342 (../shared/candle-ops.md, sections 2.1 and 3.3)"
+    source = (
+        "candle-core/src/backprop.rs:314-342 (../shared/candle-ops.md, sections 2.1 and 3.3; "
+        "measured in candle 0.11.0: docs/candle-measured.md)"
+    )
     fix_hint = (
-        "1-D: unsqueeze to 2-D and use conv_transpose2d with a (1, k) kernel; groups: split the channels "
+        "1-D: unsqueeze to 2-D and use conv_transpose2d with a (1, k) kernel, padding 0 and output_padding 0 "
+        "(candle applies both to the height too), then crop `padding` columns from each end and append "
+        "`output_padding` zero columns; groups: split the channels "
         "and run one conv_transpose2d per group, then cat; keep output_padding < stride"
     )
     VALID = (
@@ -63,6 +72,6 @@ class ConvTranspose(Rule):
             stride_text = stride.source.strip() if not stride.omitted else "1"
             yield Hit(
                 f"{call}(output_padding={padding.source.strip()}, stride={stride_text}): candle's "
-                "conv_transpose2d backward ignores output_padding; the input gradient's shape is wrong "
+                "conv_transpose2d backward ignores output_padding and fails with a shape mismatch "
                 "unless output_padding < stride"
             )

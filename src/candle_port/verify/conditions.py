@@ -67,7 +67,8 @@ def convolution(args: dict[str, Any], out: TensorInfo | None, transposed: bool |
             return Outcome(False, f"conv_transpose2d with groups={groups}: candle's has no groups argument")
         out_pad = _tuple(args.get("output_padding"), spatial, 0)
         if any(op >= s for op, s in zip(out_pad, stride)):
-            return Outcome(False, f"output_padding {out_pad} >= stride {stride}: input-gradient shape is wrong")
+            return Outcome(False, f"output_padding {out_pad} >= stride {stride}: candle's backward ignores "
+                           "output_padding and fails with a shape mismatch")
         if not (_uniform(stride) and _uniform(dilation) and (padding is None or _uniform(padding))):
             return Outcome(False, "non-uniform stride/dilation/padding: candle's conv_transpose2d takes one of each")
         return Outcome(True)
@@ -125,10 +126,10 @@ def _pool_common(args: dict[str, Any], with_dilation: bool) -> tuple[Outcome | N
     return None, kernel, inp or ()
 
 
-def _uneven(kernel: tuple[int, ...], inp: tuple[int, ...]) -> str:
+def _uneven(kernel: tuple[int, ...], inp: tuple[int, ...], what: str) -> str:
     spatial = inp[-len(kernel):] if inp else ()
     if spatial and any(s % k for s, k in zip(spatial, kernel)):
-        return f"input {spatial} not divisible by kernel {kernel}: candle's gradient lands on the wrong rows (2.3)"
+        return f"input {spatial} not divisible by kernel {kernel}: {what} (2.3, measured)"
     return ""
 
 
@@ -136,14 +137,28 @@ def max_pool(args, out):
     failed, kernel, inp = _pool_common(args, with_dilation=True)
     if failed:
         return failed
-    return Outcome(True, warning=_uneven(kernel, inp))
+    # tests/candle_native.rs: the backward's max mask compares each input with the wrong window's
+    # output, so most maxima get no gradient at all.
+    return Outcome(True, warning=_uneven(kernel, inp, "candle's gradient misses most maxima (they get none)"))
 
 
 def avg_pool(args, out):
     failed, kernel, inp = _pool_common(args, with_dilation=False)
     if failed:
         return failed
-    return Outcome(True, warning=_uneven(kernel, inp))
+    return Outcome(True, warning=_uneven(kernel, inp, "candle's gradient lands on the wrong rows and on the remainder"))
+
+
+def scatter_add(args, out):
+    """candle's ScatterAdd backward builds its mask from the destination's shape and scatters
+    with the index: an index smaller than the destination fails (tests/candle_native.rs)."""
+    inp, index = _shape(args.get("input")), _shape(args.get("index"))
+    if inp is None or index is None:
+        return Outcome(False, "cannot read the input/index shapes")
+    if index != inp:
+        return Outcome(False, f"scatter_add with an index shaped {index}, not like the destination {inp}: candle's "
+                       "backward fails ('shape mismatch in scatter (indexes, src)')")
+    return Outcome(True)
 
 
 def _in_out_spatial(args, out) -> tuple[tuple[int, ...], tuple[int, ...]] | None:
@@ -203,4 +218,5 @@ CONDITIONS: dict[str, Callable[[dict[str, Any], TensorInfo | None], Outcome]] = 
     "adaptive_avg_pool": adaptive_avg_pool,
     "adaptive_max_pool": adaptive_max_pool,
     "nearest_upscale": nearest_upscale,
+    "scatter_add": scatter_add,
 }
