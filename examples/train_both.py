@@ -11,8 +11,9 @@ The input is 2x3x21x29: odd, so max pooling drops a row and a column and the dec
 the skip connection's size (10x14 -> 21x29) is not a plain x2.
 
 Exit codes: 0 every bound holds (also when cargo is missing: then only the torch part runs, unless
-CANDLE_PORT_REQUIRE_CARGO=1); 1 a bound failed, or the native port did not fail as expected;
-2 cargo is missing and CANDLE_PORT_REQUIRE_CARGO=1 (CI).
+CANDLE_PORT_REQUIRE_CARGO is set); 1 a bound failed, or the native port did not fail as expected;
+2 cargo is missing and CANDLE_PORT_REQUIRE_CARGO is set (CI). CANDLE_PORT_CARGO names the cargo
+to use (default: cargo on PATH, else ~/.cargo/bin/cargo).
 
     python examples/train_both.py [--steps 20] [--dtype both|f64|f32] [--profile release|dev]
 """
@@ -122,9 +123,11 @@ def grad_diffs(grads: Dict[str, torch.Tensor], ref: Dict[str, torch.Tensor]) -> 
 
 
 def find_cargo() -> str | None:
-    cargo = shutil.which("cargo")
+    """$CANDLE_PORT_CARGO if set, else cargo on PATH or in rustup's default ~/.cargo/bin."""
+    if "CANDLE_PORT_CARGO" in os.environ:
+        return shutil.which(os.environ["CANDLE_PORT_CARGO"])
     home = Path.home() / ".cargo" / "bin" / "cargo"
-    return cargo or (str(home) if home.exists() else None)
+    return shutil.which("cargo") or (str(home) if home.exists() else None)
 
 
 def build_candle(cargo: str, profile: str) -> Path:
@@ -237,7 +240,7 @@ def main(argv=None) -> int:
             print("cargo not found: the candle side needs Rust, from https://rustup.rs; ran the torch part only")
             for d in dtypes:
                 print(f"torch {d} losses: " + " ".join(f"{v:.6f}" for v in torch_runs[d][0]))
-            required = os.environ.get("CANDLE_PORT_REQUIRE_CARGO") == "1"
+            required = bool(os.environ.get("CANDLE_PORT_REQUIRE_CARGO"))
             return 2 if required else (0 if ok else 1)
 
         exe = build_candle(cargo, args.profile)
