@@ -199,15 +199,22 @@ def fix_changes_nothing(fixed_cls, state, x, target) -> bool:
     return check("torch: port-fix'ed model vs examples/unet.py, step-0 loss and gradients", worst, "worst of all", "f64")
 
 
-def run_native(exe: Path, weights: Path) -> bool:
-    """The same model with candle's native ops: its first backward must fail with the seed's error."""
-    cmd = [str(exe), "--weights", str(weights), "--native", "--dtype", "f64"]
+def run_native(exe: Path, weights: Path, dtype: str, torch_loss0: float) -> bool:
+    """The same model with candle's native ops: its forward equals torch's, its first backward
+    must fail with the seed's error."""
+    cmd = [str(exe), "--weights", str(weights), "--native", "--dtype", dtype]
     result = subprocess.run(cmd, capture_output=True, text=True)
-    print(f"$ unet-candle --native   (candle's upsample_bilinear2d and max_pool2d; exit code {result.returncode})")
+    print(f"$ unet-candle --native --dtype {dtype}   (candle's upsample_bilinear2d and max_pool2d; exit code {result.returncode})")
     print(result.stdout.rstrip())
     print("\n".join(line for line in result.stderr.splitlines() if not line.startswith("unet-candle:")))
     ok = result.returncode == EXIT_NATIVE_BACKWARD_FAILED and NATIVE_ERROR in result.stderr
     print(f"native port fails at the first backward with {NATIVE_ERROR!r}: {'ok' if ok else 'FAIL'}")
+    loss0 = [float(line.split()[4]) for line in result.stdout.splitlines() if line.startswith("native step")]
+    if loss0:
+        ok = check("native forward: step-0 loss vs torch", abs(loss0[0] - torch_loss0) / abs(torch_loss0), "step 0", dtype) and ok
+    else:
+        print("FAIL: the native port printed no step-0 loss")
+        ok = False
     return ok
 
 
@@ -254,7 +261,7 @@ def main(argv=None) -> int:
         for d in dtypes:
             ok = compare(d, torch_runs[d], candle_runs[d]) and ok
         print()
-        ok = run_native(exe, weights) and ok
+        ok = run_native(exe, weights, dtypes[0], torch_runs[dtypes[0]][0][0]) and ok
     print("\ntorch and candle agree" if ok else "\nFAIL: see the lines marked FAIL above")
     return 0 if ok else 1
 

@@ -75,6 +75,8 @@ def test_native_port_fails_at_the_first_backward_with_the_seed_message(both):
     assert f"error: loss.backward() failed at step 0: {NATIVE_ERROR}" in both
     assert re.search(r"^native step\s+0\s+loss \S+ \(forward runs\)$", both, re.M)
     assert f"native port fails at the first backward with {NATIVE_ERROR!r}: ok" in both
+    # Its forward is torch's: the failure is the backward's alone.
+    assert re.search(r"^native forward: step-0 loss vs torch, f64: worst relative difference \S+ \(step 0\) <= 1e-09 ok$", both, re.M), both
 
 
 def test_a_candle_run_that_differs_fails_the_comparison():
