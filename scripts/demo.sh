@@ -11,3 +11,6 @@ echo; echo "== port-fix --diff examples/unet.py (writes nothing)"
 "$bin/port-fix" --diff examples/unet.py
 echo; echo "== candle-port verify examples/unet.py:UNet --input-shape 1,3,32,32"
 "$bin/candle-port" verify examples/unet.py:UNet --input-shape 1,3,32,32
+echo; echo "== examples/train_both.py: the fixed example trained in torch and in candle, 20 SGD steps side by side"
+# Builds examples/unet-candle with cargo (without cargo it says how to get Rust and runs the torch part).
+"$bin/python" examples/train_both.py --steps 20
