@@ -102,15 +102,22 @@ def _matches(path: str, pattern: str, root: Path | None) -> bool:
 
 
 def find_config_file(start: Path) -> Path | None:
-    """The nearest pyproject.toml at or above `start` that has a [tool.candle-port] table."""
+    """The nearest pyproject.toml at or above `start` that has a [tool.candle-port] table.
+
+    ConfigError for any pyproject.toml on the way that does not parse (it might hold the table).
+    """
     start = start.resolve()
     for directory in (start, *start.parents) if start.is_dir() else (start.parent, *start.parent.parents):
         candidate = directory / "pyproject.toml"
         if candidate.is_file():
             try:
                 data = tomllib.loads(candidate.read_text(encoding="utf-8"))
-            except (OSError, tomllib.TOMLDecodeError, UnicodeDecodeError):
-                continue
+            except tomllib.TOMLDecodeError as exc:
+                # Skipping it would drop its exclude and strategy silently, and port-fix would
+                # rewrite what the user excluded: a broken pyproject.toml stops the run (exit 2).
+                raise ConfigError(f"{candidate}: invalid TOML: {exc}") from None
+            except (OSError, UnicodeDecodeError) as exc:
+                raise ConfigError(f"{candidate}: cannot read: {exc}") from None
             if "candle-port" in data.get("tool", {}):
                 return candidate
     return None

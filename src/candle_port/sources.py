@@ -9,7 +9,7 @@ from __future__ import annotations
 import codecs
 import io
 import os
-import tempfile
+import stat
 import tokenize
 from dataclasses import dataclass
 from pathlib import Path
@@ -55,32 +55,52 @@ def decode_source(data: bytes) -> SourceText:
     return SourceText(text, "utf-8" if encoding == "utf-8-sig" else encoding, bom)
 
 
-def load_source(path: Path | str) -> tuple[bytes, SourceText]:
-    """The raw bytes of a file and its decoded text, or SourceError with a one-line reason."""
+def read_regular_file(path: Path | str) -> tuple[bytes, os.stat_result]:
+    """The bytes of a regular file and its stat, read once; SourceError for anything else.
+
+    Opened without blocking and checked with fstat, so a FIFO or a device named `x.py` (or a
+    symlink to one) is reported instead of hanging the run or filling memory.
+    """
     try:
-        data = Path(path).read_bytes()
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
     except IsADirectoryError:
         raise SourceError("is a directory") from None
     except OSError as exc:
         raise SourceError(exc.strerror or str(exc)) from None
+    try:
+        info = os.fstat(fd)
+        if stat.S_ISDIR(info.st_mode):
+            raise SourceError("is a directory")
+        if not stat.S_ISREG(info.st_mode):
+            raise SourceError(f"not a regular file ({_kind(info.st_mode)}); skipped")
+        chunks = []
+        while chunk := os.read(fd, 1 << 20):
+            chunks.append(chunk)
+        return b"".join(chunks), info
+    except OSError as exc:
+        raise SourceError(exc.strerror or str(exc)) from None
+    finally:
+        os.close(fd)
+
+
+def _kind(mode: int) -> str:
+    if stat.S_ISFIFO(mode):
+        return "a FIFO"
+    if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
+        return "a device"
+    if stat.S_ISSOCK(mode):
+        return "a socket"
+    return "not a plain file"
+
+
+def load_source(path: Path | str) -> tuple[bytes, SourceText]:
+    """The raw bytes of a file and its decoded text, or SourceError with a one-line reason."""
+    data, _ = read_regular_file(path)
     return data, decode_source(data)
 
 
 def write_atomically(path: Path, data: bytes) -> None:
-    """Replace `path` with `data` in one step, keeping its permissions; never half-written."""
-    path = Path(os.path.realpath(path))
-    mode = path.stat().st_mode & 0o7777
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.chmod(tmp, mode)
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except FileNotFoundError:
-            pass
-        raise
+    """Kept for callers of the old name: port-fix's one write path is rewriters.writeback."""
+    from candle_port.rewriters.writeback import create_or_replace
+
+    create_or_replace(str(path), data)

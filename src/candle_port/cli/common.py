@@ -91,7 +91,7 @@ def stdout_console() -> Console:
 
 
 def fail_usage(message: str) -> None:
-    stderr_console().print(f"[bold red]error[/bold red]: {escape(message)}", highlight=False)
+    stderr_console().print(f"[bold red]error[/bold red]: {escape(message)}", highlight=False, soft_wrap=True)
     raise typer.Exit(2)
 
 

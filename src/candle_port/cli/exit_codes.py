@@ -10,3 +10,9 @@ class ExitCode(enum.IntEnum):
     FINDINGS = 1  # findings at error severity (port-fix --check: something would change)
     USAGE = 2  # bad command line or configuration, or an internal error
     BAD_INPUT = 3  # some file could not be read or parsed; every other file was still processed
+    NOT_WRITTEN = 4  # port-fix left a file untouched to protect it (edited meanwhile, read-only, linked)
+
+
+def worst(*codes: int) -> int:
+    """When several apply, the highest code wins: 4 over 3 over 1 over 0."""
+    return max(codes, default=ExitCode.OK)

@@ -1,8 +1,10 @@
 """`port-fix` / `candle-port fix`: rewrite the sites port-check reports, without breaking code.
 
 Exit codes: 0 done (refused sites are reported, not failures: port-check is the gate for what is
-left); 1 with --check when a file would change; 2 usage or internal error; 3 some file could not
-be read, decoded, parsed or written (every other file was still fixed).
+left); 1 with --check when a file would change; 2 usage, configuration or internal error; 3 some
+file could not be read, decoded, parsed or written; 4 some file was left untouched to protect it
+(edited since it was read, read-only, hard-linked, a symlink out of the given paths). With 3 and 4
+every other file was still fixed; when several apply the highest wins.
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ import typer
 from rich.markup import escape
 
 from candle_port.cli import common
-from candle_port.cli.exit_codes import ExitCode
+from candle_port.cli.exit_codes import ExitCode, worst
 
 
 class Strategy(str, enum.Enum):
@@ -62,6 +64,10 @@ def fix_command(
         SummaryFormat,
         typer.Option("--output-format", help="The summary: text on stderr, or json (on stdout; on stderr with '-').", case_sensitive=False, rich_help_panel=common.OUTPUT),
     ] = SummaryFormat.TEXT,
+    force_read_only: Annotated[
+        bool,
+        typer.Option("--force-read-only", help="Rewrite read-only files too (they stay read-only); by default they are left alone and reported (exit 4).", rich_help_panel=common.CONFIGURATION),
+    ] = False,
     jobs: common.Jobs = None,
     quiet: common.Quiet = False,
     version: common.VersionOption = None,
@@ -90,19 +96,28 @@ def fix_command(
             sys.stdout.buffer.write(report.raw_input)  # unreadable: pass the bytes through unchanged
             sys.stdout.buffer.flush()
     else:
+        from candle_port.rewriters.vendor import VendorError
+        from candle_port.rewriters.writeback import WriteFailed, WriteRefused
+
         try:
-            report = fix_files(paths, chosen, settings, write=write, vendor=vendor, jobs=jobs)
-        except OSError as exc:
-            common.fail_usage(f"cannot write the vendored runtime: {exc}")
+            report = fix_files(paths, chosen, settings, write=write, vendor=vendor, jobs=jobs, force_read_only=force_read_only)
+        except (OSError, VendorError, WriteFailed, WriteRefused) as exc:
+            reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+            common.fail_usage(f"cannot write the vendored runtime, no file was changed: {reason}")
         if diff:
             for result in report.changed:
                 sys.stdout.write(unified_diff(result))
     _summarize(report, chosen, output_format, quiet, write, stdin="-" in paths)
-    if report.errors:
-        raise typer.Exit(ExitCode.BAD_INPUT)
+    raise typer.Exit(_exit_code(report, check))
+
+
+def _exit_code(report, check: bool) -> int:
+    from candle_port.rewriters.writeback import NotWritten
+
+    codes = [ExitCode.NOT_WRITTEN if isinstance(e, NotWritten) else ExitCode.BAD_INPUT for e in report.errors]
     if check and report.changed:
-        raise typer.Exit(ExitCode.FINDINGS)
-    raise typer.Exit(ExitCode.OK)
+        codes.append(ExitCode.FINDINGS)
+    return worst(*codes)
 
 
 def _fix_stdin(filename: str, strategy: str, settings, vendor: Optional[Path]):
@@ -122,7 +137,7 @@ def _fix_stdin(filename: str, strategy: str, settings, vendor: Optional[Path]):
     report.stdin_source = source
     module_name = None
     if vendor is not None and strategy != "nearest":
-        from candle_port.rewriters.vendor import vendored_module_name
+        from candle_port.rewriters.vendor import VendorError, vendored_module_name
 
         module_name = vendored_module_name(vendor)
     result = fix_text(source.text, strategy=strategy, path=filename, config=settings, vendored_module=module_name)
@@ -142,7 +157,7 @@ def _summarize(report, strategy: str, output_format: SummaryFormat, quiet: bool,
             "refused": [{"path": p, **vars(f)} for p, f in refused],
             "skipped": [{"path": p, **vars(f)} for p, f in skipped],
             "unfixable": [{"path": p, **vars(f)} for p, f in report.unfixable],
-            "errors": [{"path": e.path, "reason": e.reason, "line": e.line} for e in report.errors],
+            "errors": [{"path": e.path, "reason": e.reason, "line": e.line, "not_written": type(e).__name__ == "NotWritten"} for e in report.errors],
             "files_changed": [r.path for r in report.changed],
             "vendored": report.vendored,
         }

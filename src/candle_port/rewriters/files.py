@@ -1,8 +1,9 @@
-"""Fix files on disk: discovery and config as port-check, atomic writes, diffs, the vendored runtime.
+"""Fix files on disk: discovery and config as port-check, diffs, the vendored runtime.
 
 A file that cannot be read, decoded or parsed is reported (FileError) and every other file is
-still fixed. Bytes are written back in the file's own encoding, with its BOM and newlines, through
-a temporary file and os.replace (permissions kept), and only when the text changed.
+still fixed. Bytes are written back in the file's own encoding, with its BOM and newlines, only
+when the text changed, and only through rewriters.writeback (atomic, checked against concurrent
+edits; a file it protects becomes a NotWritten error).
 """
 
 from __future__ import annotations
@@ -19,7 +20,9 @@ from candle_port.parallel import map_files
 from candle_port.prefilter import may_hold_sites
 from candle_port.rewriters.eligibility import NEAREST, STRATEGIES
 from candle_port.rewriters.fixer import FixError, FixResult
-from candle_port.sources import SourceError, load_source, write_atomically
+from candle_port.rewriters.vendor import is_vendored_runtime
+from candle_port.rewriters.writeback import NotWritten, WriteFailed, WritePolicy, WriteRefused, take_snapshot, write_back
+from candle_port.sources import SourceError, decode_source
 
 @dataclass
 class FixReport:
@@ -65,13 +68,21 @@ def unified_diff(result: FixResult) -> str:
     )
 
 
-def fix_file(path: str, strategy: str, config: Config, write: bool, vendored_module: str | None) -> FixResult | FileError:
-    """Fix one file; write it back (atomically) when `write` and something changed."""
+def fix_file(
+    path: str,
+    strategy: str,
+    config: Config,
+    write: bool,
+    vendored_module: str | None,
+    policy: WritePolicy = WritePolicy(),
+) -> FixResult | FileError:
+    """Fix one file; write it back through writeback when `write` and something changed."""
     try:
-        data, source = load_source(path)
+        snapshot = take_snapshot(path)
+        source = decode_source(snapshot.data)
     except SourceError as exc:
         return FileError(path, str(exc))
-    if not may_hold_sites(source.text):
+    if not may_hold_sites(source.text) or is_vendored_runtime(source.text):
         return FixResult(path, strategy, source.text, source.text)
     from candle_port.rewriters.fixer import fix_text
 
@@ -84,15 +95,19 @@ def fix_file(path: str, strategy: str, config: Config, write: bool, vendored_mod
         except UnicodeEncodeError as exc:
             return FileError(path, f"cannot encode the rewrite as {source.encoding}: {exc.reason}")
         try:
-            write_atomically(Path(path), encoded)
+            write_back(snapshot, encoded, policy)
+        except WriteRefused as exc:
+            return NotWritten(path, f"not written: {exc}")
+        except WriteFailed as exc:
+            return FileError(path, str(exc))
         except OSError as exc:
             return FileError(path, f"cannot write: {exc.strerror or exc}")
     return result
 
 
 def _fix_chunk(args) -> list:
-    paths, strategy, config, write, vendored_module = args
-    return [fix_file(p, strategy, config, write, vendored_module) for p in paths]
+    paths, strategy, config, write, vendored_module, policy = args
+    return [fix_file(p, strategy, config, write, vendored_module, policy) for p in paths]
 
 
 def fix_files(
@@ -103,12 +118,14 @@ def fix_files(
     write: bool = True,
     vendor: str | os.PathLike | None = None,
     jobs: int | None = None,
+    force_read_only: bool = False,
 ) -> FixReport:
     """Fix every Python file under `paths` with `strategy` (default: the config's).
 
     `write=False` computes everything and writes nothing (for --diff and --check). `vendor`:
     write the single-file runtime into that directory and import it from there (not for the
-    nearest strategy, which imports nothing).
+    nearest strategy, which imports nothing); it is written, atomically, before any other file.
+    `force_read_only`: rewrite read-only files too (they stay read-only).
     """
     config = config or Config()
     strategy = strategy or config.strategy
@@ -116,7 +133,7 @@ def fix_files(
         raise FixError(f"unknown strategy {strategy!r}; expected one of {', '.join(STRATEGIES)}")
     vendored_module = None
     if vendor is not None and strategy != NEAREST:
-        from candle_port.rewriters.vendor import vendored_module_name
+        from candle_port.rewriters.vendor import vendored_module_name, write_vendored
 
         vendored_module = vendored_module_name(Path(vendor))
     found = discover(paths, config)
@@ -125,15 +142,15 @@ def fix_files(
     if vendor is not None:
         vendored_file = (Path(vendor) / "candle_port_runtime.py").resolve()
         files = [f for f in files if Path(f).resolve() != vendored_file]
-    outcomes = map_files(_fix_chunk, files, (strategy, config, write, vendored_module), jobs)
+    if vendored_module is not None and write:
+        # Before any model file imports it: a failure here (full disk) leaves every model untouched.
+        report.vendored = str(write_vendored(Path(vendor)))
+    policy = WritePolicy(force_read_only=force_read_only, roots=tuple(os.path.realpath(p) for p in paths))
+    outcomes = map_files(_fix_chunk, files, (strategy, config, write, vendored_module, policy), jobs)
     for outcome in outcomes:
         report.files_seen += 1
         if isinstance(outcome, FileError):
             report.errors.append(outcome)
         else:
             report.results.append(outcome)
-    if vendored_module is not None and write and any(r.import_added or r.changed for r in report.results):
-        from candle_port.rewriters.vendor import write_vendored
-
-        report.vendored = str(write_vendored(Path(vendor)))
     return report

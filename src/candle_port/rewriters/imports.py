@@ -1,7 +1,11 @@
-"""The one import port-fix adds: a name no user code uses, at the top of the module.
+"""The one import port-fix adds: a name no user code uses, where the file imports torch.
 
-It goes after the module docstring, the `from __future__` imports and the leading block of
-imports, so the file's header (shebang, coding cookie, licence comments) stays first.
+Normally after the module docstring, the `from __future__` imports and the leading block of
+imports, so the file's header (shebang, coding cookie, licence comments) stays first. When the
+file's first top-level import of torch comes later (after `sys.path` set-up), the new import goes
+right after it; when torch is imported only inside a top-level `try:` (optional torch, e.g.
+`except ImportError`), the new import goes inside that `try`, right after the torch import, so a
+module that works without torch still does.
 """
 
 from __future__ import annotations
@@ -65,17 +69,65 @@ def _is_import_line(statement: cst.BaseStatement) -> bool:
     )
 
 
+def imports_torch(statement: cst.BaseStatement) -> bool:
+    """Whether a simple statement line imports torch or a torch submodule."""
+    if not isinstance(statement, cst.SimpleStatementLine):
+        return False
+    for small in statement.body:
+        if isinstance(small, cst.Import) and any(_is_torch(dotted_name(a.name)) for a in small.names):
+            return True
+        if isinstance(small, cst.ImportFrom) and not small.relative and small.module is not None:
+            if _is_torch(dotted_name(small.module)):
+                return True
+    return False
+
+
+def _is_torch(name: str | None) -> bool:
+    return name is not None and (name == "torch" or name.startswith("torch."))
+
+
 def insertion_index(module: cst.Module) -> int:
+    """After the leading imports; or after the first top-level torch import when that comes later."""
     body = module.body
     index = 1 if body and _is_docstring(body[0]) else 0
     while index < len(body) and _is_import_line(body[index]):
         index += 1
+    for position, statement in enumerate(body):
+        if imports_torch(statement):
+            return index if position < index else _after_imports(body, position)
     return index
 
 
+def _after_imports(body, position: int) -> int:
+    """The index after the run of import lines that starts at `position`."""
+    while position < len(body) and _is_import_line(body[position]):
+        position += 1
+    return position
+
+
+def torch_try(module: cst.Module) -> tuple[int, int] | None:
+    """(index of a top-level `try`, index in its body after its torch import) when torch is imported only there."""
+    if any(imports_torch(statement) for statement in module.body):
+        return None
+    for position, statement in enumerate(module.body):
+        if isinstance(statement, cst.Try):
+            for inner, child in enumerate(statement.body.body):
+                if imports_torch(child):
+                    return position, _after_imports(statement.body.body, inner)
+    return None
+
+
 def add_import(module: cst.Module, target: str, alias: str) -> cst.Module:
-    """`module` with `import <target> as <alias>` inserted at insertion_index()."""
+    """`module` with `import <target> as <alias>` where the file imports torch (module docstring)."""
     statement = cst.parse_statement(f"import {target} as {alias}\n")
     body = list(module.body)
+    inside = torch_try(module)
+    if inside is not None:
+        position, at = inside
+        block = body[position]
+        inner = list(block.body.body)
+        inner.insert(at, statement)
+        body[position] = block.with_changes(body=block.body.with_changes(body=inner))
+        return module.with_changes(body=body)
     body.insert(insertion_index(module), statement)
     return module.with_changes(body=body)

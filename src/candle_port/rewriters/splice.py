@@ -86,18 +86,32 @@ def splice(
     return "".join(out)
 
 
+def _imports_torch(statement: ast.stmt) -> bool:
+    if isinstance(statement, ast.Import):
+        return any(a.name == "torch" or a.name.startswith("torch.") for a in statement.names)
+    if isinstance(statement, ast.ImportFrom) and not statement.level and statement.module:
+        return statement.module == "torch" or statement.module.startswith("torch.")
+    return False
+
+
 def _plain_dotted(source: str) -> bool:
     return re.fullmatch(r"[^\W\d]\w*(?:\.[^\W\d]\w*)*", source) is not None
 
 
 def _import_offset(tree: ast.Module, lines: _Lines) -> int | None:
-    """Where imports.insertion_index() puts the import: after docstring, __future__ and imports."""
+    """Where imports.insertion_index() puts the import: after docstring, __future__ and imports.
+
+    None (libcst places it) when torch is first imported after that block or only inside a `try`.
+    """
     body = tree.body
     index = 0
     if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant) and isinstance(body[0].value.value, str):
         index = 1
     while index < len(body) and isinstance(body[index], (ast.Import, ast.ImportFrom)):
         index += 1
+    first_torch = next((i for i, statement in enumerate(body) if _imports_torch(statement)), None)
+    if first_torch is None or first_torch >= index:
+        return None
     if index == 0:
         first = body[0]
         line = min([first.lineno, *(d.lineno for d in getattr(first, "decorator_list", []))])

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import ast
 import importlib.util
+import keyword
 from pathlib import Path
 
 from candle_port.rewriters.strategies import VENDORED_MODULE_NAME
@@ -148,8 +149,19 @@ def _strip(text: str, tree: ast.Module) -> str:
     return "".join(aliases) + "".join(kept).strip("\n") + "\n\n"
 
 
+def is_vendored_runtime(text: str) -> bool:
+    """Whether `text` is a module written by --vendor (port-fix never rewrites or reports it)."""
+    return text.lstrip("\ufeff").startswith(HEADER.split("{", 1)[0])
+
+
 def vendored_module_name(directory: Path) -> str:
-    """The dotted name fixed files import the vendored runtime by (see the module docstring)."""
+    """The dotted name fixed files import the vendored runtime by (see the module docstring).
+
+    VendorError, before anything is written, when DIR is an existing file or a name in that
+    dotted path is not a Python identifier (`pkg/my-vendor` cannot be imported).
+    """
+    if directory.exists() and not directory.is_dir():
+        raise VendorError(f"--vendor expects a directory, but {directory} is a file")
     directory = directory.resolve()
     parts = [VENDORED_MODULE_NAME]
     if (directory.parent / "__init__.py").is_file() or (directory / "__init__.py").is_file():
@@ -158,22 +170,31 @@ def vendored_module_name(directory: Path) -> str:
         while (parent / "__init__.py").is_file():
             parts.insert(0, parent.name)
             parent = parent.parent
+    for part in parts:
+        if not part.isidentifier() or keyword.iskeyword(part):
+            raise VendorError(
+                f"--vendor {directory}: {part!r} is not a Python identifier, so {'.'.join(parts)} cannot be imported"
+            )
     return ".".join(parts)
 
 
 def write_vendored(directory: Path) -> Path:
-    """Write DIR/candle_port_runtime.py (and DIR/__init__.py inside a package); return the file."""
-    from candle_port.sources import write_atomically
+    """Write DIR/candle_port_runtime.py (and DIR/__init__.py inside a package) and check it; return the file.
 
+    Atomic (writeback.create_or_replace) and read back before returning, so the caller can write
+    model files that import it knowing it is complete.
+    """
+    from candle_port.rewriters.writeback import create_or_replace, take_snapshot
+
+    vendored_module_name(directory)  # refuse a bad target before creating anything
     source = build_vendored_source()
     directory.mkdir(parents=True, exist_ok=True)
-    if (directory.resolve().parent / "__init__.py").is_file() and not (directory / "__init__.py").exists():
-        (directory / "__init__.py").write_text("", encoding="utf-8")
+    init = directory / "__init__.py"
+    if (directory.resolve().parent / "__init__.py").is_file() and not init.exists():
+        create_or_replace(str(init), b"")
     target = directory / f"{VENDORED_MODULE_NAME}.py"
     data = source.encode("utf-8")
-    if target.exists():
-        if target.read_bytes() != data:
-            write_atomically(target, data)
-    else:
-        target.write_bytes(data)
+    create_or_replace(str(target), data)
+    if take_snapshot(str(target)).data != data:
+        raise VendorError(f"{target} does not hold what was written")
     return target

@@ -1,0 +1,239 @@
+"""The one way port-fix writes a file, so that no edit, permission or owner is ever lost.
+
+A file is read once into a Snapshot (its bytes, identity and a hash). Writing it back:
+
+1. the new bytes must compile (with the file's own coding cookie or BOM), or nothing is written;
+2. the file must still be the one that was read: same path target, inode, size, mtime and hash,
+   checked right before the replace (under an advisory lock, so two port-fix runs cannot both
+   win); an edit made meanwhile is kept and the write refused;
+3. it must be a regular file with one link (replacing a hard-linked file would split the links:
+   refused, not rewritten in place), not read-only (unless `force_read_only`), and, when it was
+   reached through a symlink, the target must lie inside the paths port-fix was given;
+4. the bytes go to a temporary file in the same directory, are fsynced, get the original's mode,
+   owner and group, and replace the file with os.replace. Any failure, KeyboardInterrupt
+   included, removes the temporary file and leaves the original as it was.
+
+WriteRefused means the file was left alone to protect it (exit 4); WriteFailed and OSError mean it
+could not be written (exit 3).
+"""
+
+from __future__ import annotations
+
+import ast
+import errno
+import fcntl
+import hashlib
+import os
+import stat
+import tempfile
+from dataclasses import dataclass
+
+from candle_port.findings import FileError
+from candle_port.sources import SourceError, read_regular_file
+
+TEMP_SUFFIX = ".port-fix.tmp"
+
+
+class WriteRefused(Exception):
+    """The file was left untouched on purpose (changed meanwhile, read-only, linked); the message says why."""
+
+
+class WriteFailed(Exception):
+    """The file could not be written (the new text does not compile, a bad target)."""
+
+
+@dataclass(frozen=True)
+class NotWritten(FileError):
+    """A file port-fix would have changed but left untouched to protect it (exit 4)."""
+
+
+@dataclass(frozen=True)
+class WritePolicy:
+    """What write_back may do beyond the safe default."""
+
+    force_read_only: bool = False
+    roots: tuple[str, ...] | None = None  # real paths a symlinked file's target must lie under; None: anywhere
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    """A file as it was read: what write_back compares against before replacing it."""
+
+    path: str
+    real: str
+    data: bytes
+    device: int
+    inode: int
+    size: int
+    mtime_ns: int
+    digest: str
+
+
+def take_snapshot(path: str) -> Snapshot:
+    """Read a regular file once, with its identity; SourceError with a one-line reason otherwise."""
+    try:
+        real = os.path.realpath(path)
+    except OSError as exc:
+        raise SourceError(exc.strerror or str(exc)) from None
+    data, info = read_regular_file(path)
+    return Snapshot(path, real, data, info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns, _digest(data))
+
+
+def _digest(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def _under(real: str, roots: tuple[str, ...]) -> bool:
+    return any(real == root or real.startswith(root.rstrip(os.sep) + os.sep) for root in roots)
+
+
+def check_compiles(data: bytes, path: str) -> None:
+    """The bytes as Python will read them (cookie, BOM) must compile; WriteFailed otherwise."""
+    try:
+        compile(data, path, "exec", ast.PyCF_ONLY_AST, dont_inherit=True)
+    except (SyntaxError, ValueError) as exc:
+        raise WriteFailed(f"the new text does not parse, file left unchanged: {exc}") from None
+
+
+def write_back(snapshot: Snapshot, data: bytes, policy: WritePolicy = WritePolicy()) -> None:
+    """Replace the snapshot's file with `data`, or raise and leave it exactly as it is."""
+    check_compiles(data, snapshot.path)
+    real = os.path.realpath(snapshot.path)
+    if real != snapshot.real:
+        raise WriteRefused("changed on disk since port-fix read it (the path now points elsewhere); rerun port-fix")
+    if policy.roots is not None and not _under(real, policy.roots):
+        raise WriteRefused(f"a symlink to {real}, outside the given paths; not followed (name the target to fix it)")
+    try:
+        fd = os.open(real, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOFOLLOW", 0))
+    except FileNotFoundError:
+        raise WriteRefused("deleted since port-fix read it; not recreated") from None
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        info = os.fstat(fd)
+        _check_writable(info, policy)
+        _replace(snapshot, real, fd, info, data)
+    finally:
+        os.close(fd)
+
+
+def _check_writable(info: os.stat_result, policy: WritePolicy) -> None:
+    if not stat.S_ISREG(info.st_mode):
+        raise WriteRefused("no longer a regular file")
+    if info.st_nlink > 1:
+        raise WriteRefused(
+            f"has {info.st_nlink} hard links; replacing it would split them, so it is left alone "
+            "(copy it to a file of its own to fix it)"
+        )
+    read_only = not info.st_mode & (stat.S_IWUSR | stat.S_IWGRP | stat.S_IWOTH)
+    if read_only and not policy.force_read_only:
+        raise WriteRefused("read-only; left unchanged (pass --force-read-only to rewrite read-only files)")
+
+
+def _unchanged(snapshot: Snapshot, fd: int, real: str) -> bool:
+    """Whether the file at `real` is still, byte for byte, the one the snapshot read."""
+    info = os.fstat(fd)
+    try:
+        now = os.stat(real, follow_symlinks=False)
+    except FileNotFoundError:
+        return False
+    same_file = (info.st_dev, info.st_ino) == (now.st_dev, now.st_ino) == (snapshot.device, snapshot.inode)
+    if not same_file or (info.st_size, info.st_mtime_ns) != (snapshot.size, snapshot.mtime_ns):
+        return False
+    os.lseek(fd, 0, os.SEEK_SET)
+    chunks = []
+    while chunk := os.read(fd, 1 << 20):
+        chunks.append(chunk)
+    return _digest(b"".join(chunks)) == snapshot.digest
+
+
+def _replace(snapshot: Snapshot, real: str, fd: int, info: os.stat_result, data: bytes) -> None:
+    directory = os.path.dirname(real)
+    tmp_fd, tmp = tempfile.mkstemp(prefix=f".{os.path.basename(real)}.", suffix=TEMP_SUFFIX, dir=directory)
+    try:
+        with os.fdopen(tmp_fd, "wb") as handle:
+            handle.write(data)
+            handle.flush()
+            os.fsync(handle.fileno())
+            _keep_owner(handle.fileno(), info)
+            os.fchmod(handle.fileno(), stat.S_IMODE(info.st_mode))
+        if not _unchanged(snapshot, fd, real):
+            raise WriteRefused("changed on disk since port-fix read it; your edit is kept, rerun port-fix")
+        os.replace(tmp, real)
+    except BaseException:
+        _remove(tmp)
+        raise
+    _sync_directory(directory)
+
+
+def _keep_owner(tmp_fd: int, info: os.stat_result) -> None:
+    now = os.fstat(tmp_fd)
+    if (now.st_uid, now.st_gid) == (info.st_uid, info.st_gid):
+        return
+    try:
+        os.fchown(tmp_fd, info.st_uid, info.st_gid)
+    except PermissionError:
+        raise WriteRefused(
+            f"owned by {info.st_uid}:{info.st_gid}, which port-fix cannot keep as this user; left unchanged"
+        ) from None
+
+
+def _remove(path: str) -> None:
+    try:
+        os.unlink(path)
+    except FileNotFoundError:
+        pass
+
+
+def _sync_directory(directory: str) -> None:
+    try:
+        dir_fd = os.open(directory, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(dir_fd)
+    except OSError:
+        pass
+    finally:
+        os.close(dir_fd)
+
+
+def create_or_replace(path: str, data: bytes) -> bool:
+    """Write a file port-fix owns (the vendored runtime): create it, or replace it when different.
+
+    Created atomically and never over a file that appeared meanwhile (os.link refuses); an existing
+    one goes through write_back. Returns whether anything was written.
+    """
+    check_compiles(data, path)
+    try:
+        snapshot = take_snapshot(path)
+    except SourceError:
+        if os.path.lexists(path):
+            raise WriteFailed(f"{path} exists and is not a regular file") from None
+        snapshot = None
+    if snapshot is not None:
+        if snapshot.data == data:
+            return False
+        write_back(snapshot, data)
+        return True
+    directory = os.path.dirname(os.path.abspath(path))
+    tmp_fd, tmp = tempfile.mkstemp(prefix=f".{os.path.basename(path)}.", suffix=TEMP_SUFFIX, dir=directory)
+    try:
+        with os.fdopen(tmp_fd, "wb") as handle:
+            handle.write(data)
+            handle.flush()
+            os.fsync(handle.fileno())
+            umask = os.umask(0)
+            os.umask(umask)
+            os.fchmod(handle.fileno(), 0o666 & ~umask)
+        try:
+            os.link(tmp, path)
+        except FileExistsError:
+            raise WriteRefused(f"{path} appeared while port-fix was writing it; left as it is") from None
+        except OSError as exc:
+            if exc.errno not in (errno.EPERM, errno.EOPNOTSUPP, errno.EXDEV):
+                raise
+            os.replace(tmp, path)  # a filesystem without hard links
+    finally:
+        _remove(tmp)
+    _sync_directory(directory)
+    return True
