@@ -322,6 +322,42 @@ fn max_pool_non_divisible_size_loses_most_maxima_gradients() {
     }
 }
 
+/// CP107's by-hand composition: crop to a multiple of k, `reshape(n, c, h / k, k, w / k, k)`,
+/// then max over the two window axes.
+fn max_pool_by_reshape(x: &Tensor, k: usize) -> Result<Tensor> {
+    let (n, c, h, w) = x.dims4()?;
+    let (ho, wo) = (h / k, w / k);
+    x.narrow(2, 0, ho * k)?
+        .narrow(3, 0, wo * k)?
+        .reshape((n, c, ho, k, wo, k))?
+        .max(5)?
+        .max(3)
+}
+
+/// Claim (CP107's fix hint): "compose it by hand: x.reshape(n, c, h // k, k, w // k, k), max over
+/// the window axes". Measured: equal to torch in forward and backward for distinct maxima, also
+/// on sizes the kernel does not divide once the remainder is cropped; with ties it differs from
+/// torch: candle's max gives **every** tied maximum the whole gradient (torch: one of them).
+#[test]
+fn max_pool_by_reshape_and_max() {
+    for name in ["max_k2", "max_k3", "max_k2_odd"] {
+        for case in cases(name) {
+            let x = case.input_var();
+            let y = max_pool_by_reshape(&x, kernel_of(&case)).unwrap();
+            assert_close(&case, "forward", &y, case.tensor("output"));
+            let grad = grad_of(&x, &y, case.tensor("grad_output"))
+                .unwrap()
+                .unwrap();
+            assert_close(&case, "backward", &grad, case.tensor("grad_input"));
+        }
+    }
+    let x =
+        Var::from_tensor(&Tensor::new(&[[[[1f64, 1.], [0., 1.]]]], &Device::Cpu).unwrap()).unwrap();
+    let y = max_pool_by_reshape(&x, 2).unwrap();
+    let grad = grad_of(&x, &y, &y.ones_like().unwrap()).unwrap().unwrap();
+    assert_eq!(values(&grad), [1.0, 1.0, 0.0, 1.0]);
+}
+
 /// Claim (candle-ops.md 2.1 AvgPool2D): with kernel == stride and sizes the kernel divides,
 /// candle's avg_pool2d gradient is right. Measured: confirmed (equal to torch's).
 #[test]

@@ -36,7 +36,9 @@ class MaxPoolGradient(Rule):
     default_severity = Severity.WARNING
     fix_hint = (
         "port-fix swaps in candle_port.runtime's max pooling (argmax, then gather: the gradient goes to "
-        "the maximum); or compose it by hand: x.reshape(n, c, h // k, k, w // k, k), max over the window axes"
+        "the maximum); or compose it by hand: crop H and W to multiples of k, "
+        "x.reshape(n, c, h // k, k, w // k, k), max over the window axes (equal to torch, except that "
+        "tied maxima each get the whole gradient)"
     )
     VALID = (
         "from torch import nn\nm = nn.AvgPool2d(2)\n",
