@@ -204,7 +204,7 @@ def run_native(exe: Path, weights: Path, dtype: str, torch_loss0: float) -> bool
     must fail with the seed's error."""
     cmd = [str(exe), "--weights", str(weights), "--native", "--dtype", dtype]
     result = subprocess.run(cmd, capture_output=True, text=True)
-    print(f"$ unet-candle --native --dtype {dtype}   (candle's upsample_bilinear2d and max_pool2d; exit code {result.returncode})")
+    print(f"The same port with candle's own upsample_bilinear2d and max_pool2d, {dtype} (exit code {result.returncode}):")
     print(result.stdout.rstrip())
     print("\n".join(line for line in result.stderr.splitlines() if not line.startswith("unet-candle:")))
     ok = result.returncode == EXIT_NATIVE_BACKWARD_FAILED and NATIVE_ERROR in result.stderr

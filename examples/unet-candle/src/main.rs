@@ -170,8 +170,8 @@ fn native(args: &Args) -> Result<ExitCode> {
         Err(err) => {
             eprintln!("error: loss.backward() failed at step 0: {}", message(&err));
             eprintln!(
-                "the port with candle's native upsample_bilinear2d cannot train; \
-                 use candle-port-ops' interpolate (the default, without --native)"
+                "candle's upsample_bilinear2d has no backward, so this port cannot train: \
+                 resize with candle-port-ops' interpolate, as unet-candle does by default"
             );
             Ok(ExitCode::from(EXIT_NATIVE_BACKWARD_FAILED))
         }
