@@ -12,7 +12,6 @@
 //! first backward fails, which it reports with exit code 3. Other errors exit with 1.
 
 mod model;
-mod shim;
 
 use std::collections::HashMap;
 use std::path::PathBuf;

@@ -9,9 +9,7 @@ use std::collections::HashMap;
 use candle_core::{bail, DType, Result, Tensor, Var};
 use candle_nn::{BatchNorm, Conv2d, Conv2dConfig, Module};
 
-// Stand-in until candle-port-ops lands: after merging, this line becomes
-// `use candle_port_ops as ops;` (and src/shim.rs goes).
-use crate::shim as ops;
+use candle_port_ops as ops;
 
 /// Which resize and pool ops the model calls.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
