@@ -70,6 +70,10 @@ def _max2d():
               padding=1, return_indices=True),
         _case("max2d_nan_ties", "max_pool2d", _with(_ints(1, 1, 6, 6, seed=17), NAN, 4), kernel_size=3, stride=1,
               return_indices=True),
+        _case("max2d_k2_nan_ties", "max_pool2d", _with(_ints(2, 2, 6, 7, seed=19), NAN, 3), kernel_size=2,
+              return_indices=True),
+        _case("max2d_k2_neginf", "max_pool2d", _with(_x(1, 2, 4, 6, seed=191), -INF, 2), kernel_size=2,
+              return_indices=True),
         _case("max2d_with_indices_fn", "max_pool2d_with_indices", _x(2, 2, 5, 6, seed=18), kernel_size=2,
               stride=1),
     ]
@@ -93,6 +97,8 @@ def _max1d():
               padding=1, return_indices=True),
         _case("max1d_nan", "max_pool1d", _with(_x(1, 2, 9, seed=28), NAN, 4), kernel_size=4, stride=2,
               padding=2, return_indices=True),
+        _case("max1d_k3_nan_tiles", "max_pool1d", _with(_ints(2, 1, 10, seed=291, high=2), NAN, 4), kernel_size=3,
+              return_indices=True),
         _case("max1d_with_indices_fn", "max_pool1d_with_indices", _x(1, 3, 7, seed=29), kernel_size=3,
               stride=2, dilation=2),
     ]
@@ -169,6 +175,8 @@ def _adaptive():
         _case("amax1d_up", "adaptive_max_pool1d", _x(1, 2, 3, seed=79), output_size=5, return_indices=True),
         _case("amax1d_nan_ties", "adaptive_max_pool1d", _with(_ints(1, 2, 11, seed=80, high=2), NAN, 4),
               output_size=3, return_indices=True),
+        _case("amax2d_divisible_nan", "adaptive_max_pool2d", _with(_x(1, 2, 6, 4, seed=82), NAN, 7), output_size=(3, 2),
+              return_indices=True),
         _case("amax1d_with_indices_fn", "adaptive_max_pool1d_with_indices", _x(1, 2, 9, seed=81), output_size=4),
     ]
 

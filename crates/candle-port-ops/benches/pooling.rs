@@ -4,9 +4,11 @@
 //!     cargo bench --bench pooling            # POOL_BENCH_REPS=5 by default
 //!
 //! Prints the median time of the forward and of forward + backward (`sum().backward()`), and
-//! ours / native ratios. candle's native pools take no padding, and differentiate only when
-//! kernel == stride: where the torch module pads, native runs the same kernel and stride without
-//! padding (marked), and native forward + backward is shown only for kernel == stride.
+//! ours / native ratios (the median of per-run ratios, ours and native run alternately, so a
+//! busy machine slows both alike). candle's native pools take no padding, and differentiate
+//! only when kernel == stride: where the torch module pads, native runs the same kernel and
+//! stride without padding (marked *), and native forward + backward is shown only for
+//! kernel == stride.
 
 use std::time::Instant;
 
@@ -71,6 +73,30 @@ fn cases() -> Vec<Case> {
     ]
 }
 
+/// Medians over `reps` runs of `ours` and `base` run alternately (after one warm-up each), so
+/// that a busy machine slows both alike: (ours ms, base ms, median of the per-run ratios).
+fn paired_ms(
+    reps: usize,
+    mut ours: impl FnMut() -> Result<()>,
+    mut base: impl FnMut() -> Result<()>,
+) -> Result<(f64, f64, f64)> {
+    let time = |f: &mut dyn FnMut() -> Result<()>| -> Result<f64> {
+        let start = Instant::now();
+        f()?;
+        Ok(start.elapsed().as_secs_f64() * 1e3)
+    };
+    ours()?;
+    base()?;
+    let (mut a, mut b, mut r) = (Vec::new(), Vec::new(), Vec::new());
+    for _ in 0..reps {
+        let (ta, tb) = (time(&mut ours)?, time(&mut base)?);
+        a.push(ta);
+        b.push(tb);
+        r.push(ta / tb);
+    }
+    Ok((median(a), median(b), median(r)))
+}
+
 /// Median wall time in ms of `reps` runs of `f`, after one warm-up run.
 fn median_ms(reps: usize, mut f: impl FnMut() -> Result<()>) -> Result<f64> {
     f()?;
@@ -80,8 +106,12 @@ fn median_ms(reps: usize, mut f: impl FnMut() -> Result<()>) -> Result<f64> {
         f()?;
         times.push(start.elapsed().as_secs_f64() * 1e3);
     }
-    times.sort_by(f64::total_cmp);
-    Ok(times[times.len() / 2])
+    Ok(median(times))
+}
+
+fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(f64::total_cmp);
+    v[v.len() / 2]
 }
 
 fn forward(op: Op, x: &Tensor) -> Result<()> {
@@ -101,7 +131,7 @@ fn main() -> Result<()> {
         .ok()
         .and_then(|v| v.parse().ok())
         .unwrap_or(5);
-    println!("candle-port-ops pooling vs candle native, float32 CPU, median of {reps} (ms)");
+    println!("candle-port-ops pooling vs candle native, float32 CPU, median of {reps} (ms; ratio: median of paired runs)");
     println!(
         "{:36} {:>9} {:>9} {:>7}   {:>9} {:>9} {:>7}",
         "case", "ours fwd", "native", "ratio", "ours f+b", "native", "ratio"
@@ -110,20 +140,23 @@ fn main() -> Result<()> {
         let (n, c, h, w) = case.shape;
         let x = Tensor::rand(-1f32, 1f32, (n, c, h, w), &Device::Cpu)?;
         let var = Var::from_tensor(&x)?;
-        let ours_f = median_ms(reps, || forward(case.ours, &x))?;
-        let native_f = median_ms(reps, || forward(case.native, &x))?;
-        let ours_fb = median_ms(reps, || forward_backward(case.ours, &var))?;
-        let native_fb = if case.native_backward {
-            let t = median_ms(reps, || forward_backward(case.native, &var))?;
-            format!("{t:9.2} {:7.2}", ours_fb / t)
+        let (ours_f, native_f, ratio_f) =
+            paired_ms(reps, || forward(case.ours, &x), || forward(case.native, &x))?;
+        let (ours_fb, native_fb) = if case.native_backward {
+            let (o, t, r) = paired_ms(
+                reps,
+                || forward_backward(case.ours, &var),
+                || forward_backward(case.native, &var),
+            )?;
+            (o, format!("{t:9.2} {r:7.2}"))
         } else {
-            format!("{:>9} {:>7}", "bails", "-")
+            let o = median_ms(reps, || forward_backward(case.ours, &var))?;
+            (o, format!("{:>9} {:>7}", "bails", "-"))
         };
         let mark = if case.native_unpadded { "*" } else { " " };
         println!(
-            "{:36} {ours_f:9.2} {native_f:8.2}{mark} {:7.2}   {ours_fb:9.2} {native_fb}",
+            "{:36} {ours_f:9.2} {native_f:8.2}{mark} {ratio_f:7.2}   {ours_fb:9.2} {native_fb}",
             case.name,
-            ours_f / native_f,
         );
     }
     println!("* native has no padding: it runs the same kernel and stride unpadded.");

@@ -9,47 +9,89 @@ use super::windows::{max_rows, WindowTable};
 /// Max over the windows of `table` on `x` (n, c, *spatial): `(values (n, c, *out), flat
 /// indices u32)`.
 ///
-/// On `xf = x.reshape(n, c, plane)`: `win = xf.detach().index_select(table)` (n, c, P, K),
-/// `pick = argmax(win)` (candle keeps the first maximum, as torch), corrected to the window's
-/// last NaN where a window holds NaN (torch's `val > max || isnan(val)`), then
-/// `idx = table[pick + K * p]` and `out = xf.gather(idx)`: gather's backward scatters the
-/// output gradient to the chosen element only, which is torch's max-pool backward.
+/// The choice is made without gradient: `pick = argmax over each window` of a detached copy
+/// (candle keeps the first maximum, as torch), corrected to the window's last NaN where a
+/// window holds NaN (torch's `val > max || isnan(val)`), then `idx = table[pick + K * p]`.
+/// The output is `x.reshape(n*c, plane).gather(idx, 1)`: gather's backward scatters the output
+/// gradient to the chosen element only, which is torch's max-pool backward.
 pub(crate) fn max_by_table(
     x: &Tensor,
     table: &WindowTable,
     out: &[usize],
 ) -> Result<(Tensor, Tensor)> {
     let (n, c) = (x.dim(0)?, x.dim(1)?);
+    let nc = n * c;
     let plane: usize = x.dims()[2..].iter().product();
     let (p, k) = (table.windows, table.size);
     let out_shape = shape(n, c, out);
-    if n * c == 0 || p == 0 {
+    if nc == 0 || p == 0 {
         let values = Tensor::zeros(out_shape.clone(), x.dtype(), x.device())?;
         return Ok((values, Tensor::zeros(out_shape, DType::U32, x.device())?));
     }
-    let xf = x.reshape((n, c, plane))?;
-    let win = xf
-        .detach()
-        .index_select(&table.flat, 2)?
-        .reshape((n, c, p, k))?;
-    let mut pick = win.argmax_keepdim(3)?;
-    if has_nan(x)? {
-        // candle's argmax skips NaN (and keeps a leading one): pick the last NaN instead.
-        let nan = win
-            .ne(&win)?
-            .to_dtype(DType::U32)?
-            .broadcast_mul(&table.positions)?;
-        let last = nan.argmax_keepdim(3)?;
-        let any = nan.max_keepdim(3)?.gt(0u32)?;
-        pick = any.where_cond(&last, &pick)?;
-    }
-    let pick = pick.squeeze(3)?.broadcast_add(&table.base)?.flatten_all()?;
-    let index = table.flat.index_select(&pick, 0)?.reshape((n, c, p))?;
-    let values = xf.gather(&index, 2)?;
+    let nan = has_nan(x)?;
+    let xf = x.reshape((nc, plane))?;
+    let index = match &table.tiles {
+        Some(kernel) => {
+            // Disjoint tiles: the windows are a reshape (and, in 2-D, a permute) of the input.
+            let win = tiled_windows(&x.detach(), kernel, out)?.reshape((nc, p, k))?;
+            let pick = choose(&win, 2, &table.positions.reshape((1, 1, k))?, nan)?;
+            let pick = pick.broadcast_add(&table.base)?.flatten_all()?;
+            table.flat.index_select(&pick, 0)?.reshape((nc, p))?
+        }
+        None => {
+            // Any windows: index_select on a plane-major copy (plane, n*c) copies whole rows
+            // (along the last dim candle's index_select goes element by element, slower).
+            let xt = xf.detach().t()?.contiguous()?;
+            let win = xt.index_select(&table.flat, 0)?.reshape((p, k, nc))?;
+            let pick = choose(&win, 1, &table.positions.reshape((1, k, 1))?, nan)?;
+            let pick = pick
+                .broadcast_add(&table.base.reshape((p, 1))?)?
+                .flatten_all()?;
+            let index = table.flat.index_select(&pick, 0)?;
+            index.reshape((p, nc))?.t()?.contiguous()?
+        }
+    };
+    let values = xf.gather(&index, 1)?;
     Ok((
         values.reshape(out_shape.clone())?,
         index.reshape(out_shape)?,
     ))
+}
+
+/// The window-local position of each window's maximum along `dim` of `win` (u32, `dim`
+/// removed); with `nan`, a window holding NaN picks its last NaN (`positions` = `1..=K`,
+/// shaped to broadcast along `dim`), as torch.
+fn choose(win: &Tensor, dim: usize, positions: &Tensor, nan: bool) -> Result<Tensor> {
+    let pick = win.argmax_keepdim(dim)?;
+    let pick = if nan {
+        // candle's argmax skips NaN (and keeps a leading one): pick the last NaN instead.
+        let marks = win
+            .ne(win)?
+            .to_dtype(DType::U32)?
+            .broadcast_mul(positions)?;
+        let any = marks.max_keepdim(dim)?.gt(0u32)?;
+        any.where_cond(&marks.argmax_keepdim(dim)?, &pick)?
+    } else {
+        pick
+    };
+    pick.squeeze(dim)
+}
+
+/// The disjoint `kernel` tiles of `x` (n, c, *spatial) as (n*c, *out, K), row-major inside
+/// each tile (the remainder past the last tile dropped, as torch's floor mode).
+fn tiled_windows(x: &Tensor, kernel: &[usize], out: &[usize]) -> Result<Tensor> {
+    let nc = x.dim(0)? * x.dim(1)?;
+    match (kernel, out) {
+        ([k], [o]) => x.narrow(2, 0, o * k)?.reshape((nc, *o, *k)),
+        ([kh, kw], [oh, ow]) => {
+            let x = x.narrow(2, 0, oh * kh)?.narrow(3, 0, ow * kw)?;
+            let x = x
+                .reshape((nc, *oh, *kh, *ow, *kw))?
+                .permute((0, 1, 3, 2, 4))?;
+            x.contiguous()?.reshape((nc, oh * ow, kh * kw))
+        }
+        _ => candle_core::bail!("pooling: tiles are 1-D or 2-D"),
+    }
 }
 
 /// Whether `x` may hold NaN (its sum is NaN; `inf - inf` only costs the correction).

@@ -44,12 +44,29 @@ pub(crate) fn adaptive_max_rows(n: usize, out: usize) -> Vec<Vec<usize>> {
 
 /// Flat indices (`h * W + w` per plane) of every window element: `flat` holds `P * K` of them,
 /// window-major, row-major inside the window; `base` = `K * (0..P)`; `positions` = `1..=K`.
+/// `tiles` holds each axis's kernel when the windows are disjoint tiles `[o*k, o*k + k)`
+/// (kernel == stride, no padding or dilation), so they are a reshape of the input.
 pub(crate) struct WindowTable {
     pub flat: Tensor,
     pub base: Tensor,
     pub positions: Tensor,
     pub windows: usize,
     pub size: usize,
+    pub tiles: Option<Vec<usize>>,
+}
+
+/// Each axis's kernel if every window `o` of it reads exactly `o*k .. o*k + k`.
+fn tiles(rows: &[Vec<Vec<usize>>]) -> Option<Vec<usize>> {
+    rows.iter()
+        .map(|axis| {
+            let k = axis.first().map_or(0, Vec::len);
+            let tiled = axis
+                .iter()
+                .enumerate()
+                .all(|(o, w)| w.iter().enumerate().all(|(j, &q)| q == o * k + j));
+            (k > 0 && tiled).then_some(k)
+        })
+        .collect()
 }
 
 impl WindowTable {
@@ -87,6 +104,7 @@ impl WindowTable {
             positions: Tensor::from_vec(positions, size, device)?,
             windows,
             size,
+            tiles: tiles(rows),
         })
     }
 }
