@@ -11,14 +11,19 @@ pub(crate) fn select(x: &Tensor, dim: usize, index: &[u32]) -> Result<Tensor> {
     x.index_select(&index, dim)
 }
 
-/// Inputs per output above which the dense matrix does more work than the taps (each tap is
-/// an `index_select`, a multiply and an add over the whole output); see benches/interpolate.rs.
-const DENSE_INPUTS_PER_TAP: usize = 8;
+/// Input length per tap up to which one dense matmul beats the taps. Each tap costs an
+/// `index_select`, a multiply and an add over the whole output, and its backward an
+/// `index_add`, which candle 0.11 runs far slower than a matmul: measured (benches/interpolate.rs,
+/// bilinear float32 forward+backward) dense was 2-5x faster up to 256 inputs and 1.3x slower
+/// at 512.
+const DENSE_INPUTS_PER_TAP: usize = 128;
 
 /// Resample dim `dim` of `x`: `y[.., j, ..] = sum_t weight[t][j] * x[.., index[t][j], ..]`.
 ///
 /// Short axes (and many taps, as in downscaling) use one matmul with the dense `(out, in)`
-/// matrix; long axes with few taps sum `index_select`s scaled by the weights.
+/// matrix; long axes with few taps sum `index_select`s scaled by the weights. The dense path
+/// multiplies every input by a weight, mostly 0: a non-finite input then makes its whole output
+/// line NaN (0 * inf), where torch's taps spread it only to the outputs that read it.
 pub(crate) fn resample(x: &Tensor, dim: usize, taps: &AxisTaps) -> Result<Tensor> {
     if taps.input <= DENSE_INPUTS_PER_TAP * taps.index.len() {
         dense(x, dim, taps)
