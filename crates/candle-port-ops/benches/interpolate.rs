@@ -25,6 +25,8 @@ fn median_secs(reps: usize, mut f: impl FnMut() -> Result<()>) -> Result<f64> {
     Ok(times[reps / 2])
 }
 
+type Shape4 = (usize, usize, usize, usize);
+
 struct Row {
     label: String,
     native: f64,
@@ -63,7 +65,7 @@ fn bench(x: &Tensor, out: (usize, usize), mode: Mode, reps: usize) -> Result<Row
 fn main() -> Result<()> {
     let dev = Device::Cpu;
     // (input shape, output H and W): bench/runtime_speed.py's CASES, then the large upscale.
-    let cases: [((usize, usize, usize, usize), (usize, usize), usize); 5] = [
+    let cases: [(Shape4, (usize, usize), usize); 5] = [
         ((8, 64, 64, 64), (128, 128), 3),
         ((2, 256, 32, 32), (128, 128), 3),
         ((1, 3, 512, 512), (1024, 1024), 3),

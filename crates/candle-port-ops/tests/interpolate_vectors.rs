@@ -39,13 +39,15 @@ fn options(case: &Case, spatial: usize) -> Interpolate {
         (None, Some(scale)) => Target::Scale(scale),
         other => panic!("{}: size / scale_factor {other:?}", case.id),
     };
-    if let Target::Size(s) | Target::Size(s) = &target {
-        assert!(
-            s.len() == 1 || s.len() == spatial,
-            "{}: size {s:?}",
-            case.id
-        );
-    }
+    let entries = match &target {
+        Target::Size(s) => s.len(),
+        Target::Scale(s) => s.len(),
+    };
+    assert!(
+        entries == 1 || entries == spatial,
+        "{}: {target:?}",
+        case.id
+    );
     let flag = |key: &str| params.get(key).and_then(Value::as_bool);
     Interpolate {
         target,
