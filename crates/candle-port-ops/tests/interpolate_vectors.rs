@@ -226,3 +226,31 @@ fn an_unchanged_size_returns_a_new_tensor_whose_gradient_is_the_upstream_one() {
         .expect("vec");
     assert_eq!(gi, [1.0, 2.0, 3.0, 4.0, 5.0, 6.0]);
 }
+
+#[test]
+fn a_non_contiguous_input_gives_the_contiguous_result() {
+    let base = Tensor::arange(0f32, 2. * 3. * 40. * 300., &Device::Cpu)
+        .and_then(|t| t.reshape((2, 3, 300, 40)))
+        .expect("ramp");
+    let strided = base.transpose(2, 3).expect("transpose"); // (2, 3, 40, 300), not contiguous
+    let packed = strided.contiguous().expect("contiguous");
+    for opts in [
+        Interpolate::size(&[97, 50], Mode::Bilinear),
+        Interpolate::size(&[300, 7], Mode::Bilinear),
+        Interpolate::scale(&[1.5], Mode::Bicubic),
+        Interpolate::scale(&[0.5], Mode::Bicubic).antialias(true),
+        Interpolate::size(&[13, 50], Mode::Nearest),
+        Interpolate::size(&[13, 50], Mode::Area),
+    ] {
+        let a = interpolate(&strided, &opts).expect("strided");
+        let b = interpolate(&packed, &opts).expect("packed");
+        let diff = (a - b)
+            .and_then(|d| d.abs())
+            .and_then(|d| d.max_keepdim(0))
+            .and_then(|d| d.flatten_all())
+            .and_then(|d| d.max(0))
+            .and_then(|d| d.to_scalar::<f32>())
+            .expect("diff");
+        assert_eq!(diff, 0.0, "{opts:?}");
+    }
+}

@@ -5,10 +5,11 @@ use candle_core::{Result, Tensor};
 
 use super::weights::AxisTaps;
 
-/// `x` with dim `dim` replaced by `x.index_select(index, dim)`.
+/// `x` with dim `dim` replaced by `x.index_select(index, dim)` (candle's index_select
+/// needs a contiguous source: a strided view is copied first).
 pub(crate) fn select(x: &Tensor, dim: usize, index: &[u32]) -> Result<Tensor> {
     let index = Tensor::from_slice(index, index.len(), x.device())?;
-    x.index_select(&index, dim)
+    x.contiguous()?.index_select(&index, dim)
 }
 
 /// Input length per tap up to which one dense matmul beats the taps. Each tap costs an
@@ -61,13 +62,14 @@ fn dense(x: &Tensor, dim: usize, taps: &AxisTaps) -> Result<Tensor> {
 fn gathered(x: &Tensor, dim: usize, taps: &AxisTaps) -> Result<Tensor> {
     let mut wshape = vec![1usize; x.rank()];
     wshape[dim] = taps.output;
+    let x = x.contiguous()?;
     let mut sum: Option<Tensor> = None;
     for (index, weight) in taps.index.iter().zip(&taps.weight) {
         if weight.iter().all(|&w| w == 0.0) {
             continue;
         }
         let w = Tensor::from_slice(weight, wshape.as_slice(), x.device())?.to_dtype(x.dtype())?;
-        let term = select(x, dim, index)?.broadcast_mul(&w)?;
+        let term = select(&x, dim, index)?.broadcast_mul(&w)?;
         sum = Some(match sum {
             None => term,
             Some(s) => (s + term)?,
@@ -75,6 +77,6 @@ fn gathered(x: &Tensor, dim: usize, taps: &AxisTaps) -> Result<Tensor> {
     }
     match sum {
         Some(s) => Ok(s),
-        None => dense(x, dim, taps),
+        None => dense(&x, dim, taps),
     }
 }
