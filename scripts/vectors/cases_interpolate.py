@@ -7,10 +7,16 @@ Some cases are long enough that the crate takes its ``index_select`` path rather
 matmul (crates/candle-port-ops/src/interpolate/apply.rs), and 2-D nearest appears on both sides
 of ATen's ``out_h + out_w <= 128`` switch between its two index rules.
 
-Left out on purpose, because torch's own forward and backward disagree there (so no single
-answer exists): 2-D nearest with ``out_h + out_w > 128`` whose output size equals, or is twice,
-the input size through a non-trivial scale factor, and bicubic whose size is unchanged through
-a scale factor (its backward copies the gradient, its forward resamples).
+Left out on purpose, because torch 2.14's own forward and backward disagree there (so no single
+answer exists; measured with a random sweep of 2400 cases against the crate):
+
+* nearest whose output size equals, or is twice, the input size through a non-trivial scale
+  factor, for 3-D and 5-D input, and for 4-D input when ``out_h + out_w > 128`` (the forward
+  computes ``floor(j * scale)``, the backward copies or halves the index);
+* bicubic, and antialiased bilinear / bicubic, whose size is unchanged through a non-trivial
+  scale factor (one direction copies that axis, the other resamples it);
+* antialiased bilinear / bicubic with output width 1 and a changed height: the forward gives
+  every output row the same value (a torch bug); the backward is the separable one.
 """
 
 from __future__ import annotations
