@@ -5,8 +5,8 @@ non-uniform), size-1 inputs and outputs, odd sizes, align_corners both ways wher
 it, recompute_scale_factor, antialias (bilinear / bicubic), 3-D to 5-D inputs and batches.
 Some cases are long enough (over 128 inputs per tap) that the crate takes its ``index_select``
 path rather than its dense matmul (crates/candle-port-ops/src/interpolate/apply.rs), and 2-D
-nearest appears on both sides
-of ATen's ``out_h + out_w <= 128`` switch between its two index rules.
+nearest appears on both sides of ATen's ``out_h + out_w <= 128`` switch between its two index
+rules.
 
 Left out on purpose, because torch 2.14's own forward and backward disagree there (so no single
 answer exists; measured with a random sweep of 2400 cases against the crate):
