@@ -83,6 +83,7 @@ def _linear():
         _case("bilinear_size1_in_ac", (1, 1, 1, 1), "bilinear", size=[3, 4], align_corners=True),
         _case("bilinear_batch", (3, 2, 6, 4), "bilinear", size=[10, 7]),
         _case("bilinear_large", (1, 1, 24, 30), "bilinear", size=[45, 61]),
+        _case("bilinear_tall", (2, 3, 200, 2), "bilinear", size=[150, 3]),
         _case("trilinear_up2", (1, 2, 3, 4, 5), "trilinear", scale_factor=2.0),
         _case("trilinear_size_ac", (1, 1, 3, 4, 5), "trilinear", size=[5, 7, 6], align_corners=True),
         _case("trilinear_nonuniform", (2, 1, 6, 5, 7), "trilinear", scale_factor=[0.5, 1.5, 0.7]),

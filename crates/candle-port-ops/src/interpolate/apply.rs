@@ -47,11 +47,23 @@ fn dense(x: &Tensor, dim: usize, taps: &AxisTaps) -> Result<Tensor> {
     } else if before == 1 {
         // (out, in) @ (in, after)
         m.matmul(&x.reshape((input, after))?)?
-    } else {
+    } else if before * output * input <= before * after * (input + output) {
         // candle 0.11's CPU batched matmul mishandles a zero-stride (broadcast) operand:
-        // give every batch its own copy of the matrix.
+        // give every batch its own copy of the matrix (cheaper than moving the data here).
         let m = m.broadcast_as((before, output, input))?.contiguous()?;
         m.matmul(&x.reshape((before, input, after))?)?
+    } else {
+        // A long axis over short rows: move the axis last, one 2-D matmul, move it back.
+        let moved = x
+            .reshape((before, input, after))?
+            .transpose(1, 2)?
+            .contiguous()?;
+        let y = moved
+            .reshape((before * after, input))?
+            .matmul(&m.t()?.contiguous()?)?;
+        y.reshape((before, after, output))?
+            .transpose(1, 2)?
+            .contiguous()?
     };
     let mut out_dims = dims;
     out_dims[dim] = output;
