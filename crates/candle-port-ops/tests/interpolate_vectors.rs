@@ -39,13 +39,15 @@ fn options(case: &Case, spatial: usize) -> Interpolate {
         (None, Some(scale)) => Target::Scale(scale),
         other => panic!("{}: size / scale_factor {other:?}", case.id),
     };
-    if let Target::Size(s) | Target::Size(s) = &target {
-        assert!(
-            s.len() == 1 || s.len() == spatial,
-            "{}: size {s:?}",
-            case.id
-        );
-    }
+    let entries = match &target {
+        Target::Size(s) => s.len(),
+        Target::Scale(s) => s.len(),
+    };
+    assert!(
+        entries == 1 || entries == spatial,
+        "{}: {target:?}",
+        case.id
+    );
     let flag = |key: &str| params.get(key).and_then(Value::as_bool);
     Interpolate {
         target,
@@ -223,4 +225,32 @@ fn an_unchanged_size_returns_a_new_tensor_whose_gradient_is_the_upstream_one() {
         .and_then(|t| t.to_vec1::<f64>())
         .expect("vec");
     assert_eq!(gi, [1.0, 2.0, 3.0, 4.0, 5.0, 6.0]);
+}
+
+#[test]
+fn a_non_contiguous_input_gives_the_contiguous_result() {
+    let base = Tensor::arange(0f32, 2. * 3. * 40. * 300., &Device::Cpu)
+        .and_then(|t| t.reshape((2, 3, 300, 40)))
+        .expect("ramp");
+    let strided = base.transpose(2, 3).expect("transpose"); // (2, 3, 40, 300), not contiguous
+    let packed = strided.contiguous().expect("contiguous");
+    for opts in [
+        Interpolate::size(&[97, 50], Mode::Bilinear),
+        Interpolate::size(&[300, 7], Mode::Bilinear),
+        Interpolate::scale(&[1.5], Mode::Bicubic),
+        Interpolate::scale(&[0.5], Mode::Bicubic).antialias(true),
+        Interpolate::size(&[13, 50], Mode::Nearest),
+        Interpolate::size(&[13, 50], Mode::Area),
+    ] {
+        let a = interpolate(&strided, &opts).expect("strided");
+        let b = interpolate(&packed, &opts).expect("packed");
+        let diff = (a - b)
+            .and_then(|d| d.abs())
+            .and_then(|d| d.max_keepdim(0))
+            .and_then(|d| d.flatten_all())
+            .and_then(|d| d.max(0))
+            .and_then(|d| d.to_scalar::<f32>())
+            .expect("diff");
+        assert_eq!(diff, 0.0, "{opts:?}");
+    }
 }

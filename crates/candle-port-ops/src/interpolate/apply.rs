@@ -5,20 +5,26 @@ use candle_core::{Result, Tensor};
 
 use super::weights::AxisTaps;
 
-/// `x` with dim `dim` replaced by `x.index_select(index, dim)`.
+/// `x` with dim `dim` replaced by `x.index_select(index, dim)` (candle's index_select
+/// needs a contiguous source: a strided view is copied first).
 pub(crate) fn select(x: &Tensor, dim: usize, index: &[u32]) -> Result<Tensor> {
     let index = Tensor::from_slice(index, index.len(), x.device())?;
-    x.index_select(&index, dim)
+    x.contiguous()?.index_select(&index, dim)
 }
 
-/// Inputs per output above which the dense matrix does more work than the taps (each tap is
-/// an `index_select`, a multiply and an add over the whole output); see benches/interpolate.rs.
-const DENSE_INPUTS_PER_TAP: usize = 8;
+/// Input length per tap up to which one dense matmul beats the taps. Each tap costs an
+/// `index_select`, a multiply and an add over the whole output, and its backward an
+/// `index_add`, which candle 0.11 runs far slower than a matmul: measured (benches/interpolate.rs,
+/// bilinear float32 forward+backward) dense was 2-5x faster up to 256 inputs and 1.3x slower
+/// at 512.
+const DENSE_INPUTS_PER_TAP: usize = 128;
 
 /// Resample dim `dim` of `x`: `y[.., j, ..] = sum_t weight[t][j] * x[.., index[t][j], ..]`.
 ///
 /// Short axes (and many taps, as in downscaling) use one matmul with the dense `(out, in)`
-/// matrix; long axes with few taps sum `index_select`s scaled by the weights.
+/// matrix; long axes with few taps sum `index_select`s scaled by the weights. The dense path
+/// multiplies every input by a weight, mostly 0: a non-finite input then makes its whole output
+/// line NaN (0 * inf), where torch's taps spread it only to the outputs that read it.
 pub(crate) fn resample(x: &Tensor, dim: usize, taps: &AxisTaps) -> Result<Tensor> {
     if taps.input <= DENSE_INPUTS_PER_TAP * taps.index.len() {
         dense(x, dim, taps)
@@ -41,11 +47,23 @@ fn dense(x: &Tensor, dim: usize, taps: &AxisTaps) -> Result<Tensor> {
     } else if before == 1 {
         // (out, in) @ (in, after)
         m.matmul(&x.reshape((input, after))?)?
-    } else {
+    } else if before * output * input <= before * after * (input + output) {
         // candle 0.11's CPU batched matmul mishandles a zero-stride (broadcast) operand:
-        // give every batch its own copy of the matrix.
+        // give every batch its own copy of the matrix (cheaper than moving the data here).
         let m = m.broadcast_as((before, output, input))?.contiguous()?;
         m.matmul(&x.reshape((before, input, after))?)?
+    } else {
+        // A long axis over short rows: move the axis last, one 2-D matmul, move it back.
+        let moved = x
+            .reshape((before, input, after))?
+            .transpose(1, 2)?
+            .contiguous()?;
+        let y = moved
+            .reshape((before * after, input))?
+            .matmul(&m.t()?.contiguous()?)?;
+        y.reshape((before, after, output))?
+            .transpose(1, 2)?
+            .contiguous()?
     };
     let mut out_dims = dims;
     out_dims[dim] = output;
@@ -56,13 +74,14 @@ fn dense(x: &Tensor, dim: usize, taps: &AxisTaps) -> Result<Tensor> {
 fn gathered(x: &Tensor, dim: usize, taps: &AxisTaps) -> Result<Tensor> {
     let mut wshape = vec![1usize; x.rank()];
     wshape[dim] = taps.output;
+    let x = x.contiguous()?;
     let mut sum: Option<Tensor> = None;
     for (index, weight) in taps.index.iter().zip(&taps.weight) {
         if weight.iter().all(|&w| w == 0.0) {
             continue;
         }
         let w = Tensor::from_slice(weight, wshape.as_slice(), x.device())?.to_dtype(x.dtype())?;
-        let term = select(x, dim, index)?.broadcast_mul(&w)?;
+        let term = select(&x, dim, index)?.broadcast_mul(&w)?;
         sum = Some(match sum {
             None => term,
             Some(s) => (s + term)?,
@@ -70,6 +89,6 @@ fn gathered(x: &Tensor, dim: usize, taps: &AxisTaps) -> Result<Tensor> {
     }
     match sum {
         Some(s) => Ok(s),
-        None => dense(x, dim, taps),
+        None => dense(&x, dim, taps),
     }
 }

@@ -72,6 +72,9 @@ pub fn interpolate(x: &Tensor, opts: &Interpolate) -> Result<Tensor> {
     } else {
         NearestRule::Generic
     };
+    if matches!(opts.mode, Mode::Nearest | Mode::NearestExact) {
+        return nearest_resize(x, &plan, opts.mode == Mode::NearestExact, rule, p);
+    }
     // Shrinking axes first: every later axis then works on a smaller tensor.
     let mut order: Vec<usize> = (0..spatial).collect();
     order.sort_by(|&a, &b| {
@@ -85,13 +88,7 @@ pub fn interpolate(x: &Tensor, opts: &Interpolate) -> Result<Tensor> {
         let (input, output, scale) = (plan.inputs[k], plan.outputs[k], plan.scales[k]);
         let dim = k + 2;
         let next = match opts.mode {
-            Mode::Nearest | Mode::NearestExact => {
-                let exact = opts.mode == Mode::NearestExact;
-                match nearest_index(input, output, scale, exact, rule, p) {
-                    Some(index) => Some(apply::select(&y, dim, &index)?),
-                    None => None,
-                }
-            }
+            Mode::Nearest | Mode::NearestExact => None,
             Mode::Linear | Mode::Bilinear | Mode::Trilinear | Mode::Bicubic | Mode::Area => {
                 let taps = match opts.mode {
                     Mode::Area => weights::area(input, output),
@@ -125,4 +122,48 @@ pub fn interpolate(x: &Tensor, opts: &Interpolate) -> Result<Tensor> {
         // Every axis is copied: a new tensor, as torch returns, with an identity backward.
         x.copy()
     }
+}
+
+/// Nearest and nearest-exact: one `index_select` over the flattened spatial dims, with the
+/// index `sum_k src_k[j_k] * stride_k` built from each axis's source indices.
+fn nearest_resize(
+    x: &Tensor,
+    plan: &options::Plan,
+    exact: bool,
+    rule: NearestRule,
+    p: Precision,
+) -> Result<Tensor> {
+    let axes: Vec<Option<Vec<u32>>> = (0..plan.inputs.len())
+        .map(|k| {
+            nearest_index(
+                plan.inputs[k],
+                plan.outputs[k],
+                plan.scales[k],
+                exact,
+                rule,
+                p,
+            )
+        })
+        .collect();
+    if axes.iter().all(Option::is_none) {
+        return x.copy();
+    }
+    let mut flat: Vec<u32> = vec![0];
+    for (k, axis) in axes.iter().enumerate() {
+        let input = plan.inputs[k] as u32;
+        let index: Vec<u32> = match axis {
+            Some(index) => index.clone(),
+            None => (0..input).collect(),
+        };
+        flat = flat
+            .iter()
+            .flat_map(|&base| index.iter().map(move |&i| base * input + i))
+            .collect();
+    }
+    let dims = x.dims();
+    let inputs: usize = plan.inputs.iter().product();
+    let y = apply::select(&x.reshape((dims[0], dims[1], inputs))?, 2, &flat)?;
+    let mut out_dims = dims[..2].to_vec();
+    out_dims.extend(&plan.outputs);
+    y.reshape(out_dims)
 }

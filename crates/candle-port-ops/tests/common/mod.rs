@@ -48,7 +48,9 @@ impl Case {
 }
 
 pub fn vectors_dir() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests").join("vectors")
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("tests")
+        .join("vectors")
 }
 
 /// Every case of `family` (`interpolate`, `pooling`, ...), in file order.
@@ -60,8 +62,9 @@ pub fn load_family(family: &str) -> Vec<Case> {
     .expect("parse vectors json");
     assert_eq!(table["format"], "candle-port-vectors");
     assert_eq!(table["version"], 1);
-    let mut all = candle_core::safetensors::load(dir.join(format!("{family}.safetensors")), &Device::Cpu)
-        .expect("load vectors safetensors");
+    let mut all =
+        candle_core::safetensors::load(dir.join(format!("{family}.safetensors")), &Device::Cpu)
+            .expect("load vectors safetensors");
     let cases = table["cases"].as_array().expect("cases");
     cases
         .iter()
@@ -96,7 +99,11 @@ pub fn load_family(family: &str) -> Vec<Case> {
 /// (`Err` describes the first mismatch).
 pub fn rel_err(actual: &Tensor, expected: &Tensor) -> Result<f64, String> {
     if actual.dims() != expected.dims() {
-        return Err(format!("shape {:?} != expected {:?}", actual.dims(), expected.dims()));
+        return Err(format!(
+            "shape {:?} != expected {:?}",
+            actual.dims(),
+            expected.dims()
+        ));
     }
     let a: Vec<f64> = to_f64_vec(actual);
     let e: Vec<f64> = to_f64_vec(expected);
@@ -149,7 +156,11 @@ pub fn ints(v: &Value, n: usize) -> Option<Vec<usize>> {
     match v {
         Value::Null => None,
         Value::Number(x) => Some(vec![x.as_u64().expect("int") as usize; n]),
-        Value::Array(xs) => Some(xs.iter().map(|x| x.as_u64().expect("int") as usize).collect()),
+        Value::Array(xs) => Some(
+            xs.iter()
+                .map(|x| x.as_u64().expect("int") as usize)
+                .collect(),
+        ),
         other => panic!("not an int or list: {other}"),
     }
 }
