@@ -71,3 +71,19 @@ def test_readme_port_check_example_is_the_real_output():
     )
     assert result.returncode == 1  # errors found
     assert (result.stdout + result.stderr).strip() == block.strip()
+
+
+def _rust_blocks(text: str) -> list[str]:
+    return re.findall(r"```rust\n(.*?)```", text, flags=re.S)
+
+
+def test_readme_rust_example_is_the_crate_doctest():
+    """The crate's README is compiled and run by `cargo test` (a doctest in lib.rs); the main
+    README's Rust example must be that same code, so it cannot go stale unnoticed."""
+    crate_readme = (ROOT / "crates" / "candle-port-ops" / "README.md").read_text(encoding="utf-8")
+    crate_blocks = _rust_blocks(crate_readme)
+    assert crate_blocks, "the crate README has no Rust example"
+    for block in _rust_blocks(README):
+        assert block in crate_blocks, "a Rust example in README.md differs from crates/candle-port-ops/README.md"
+    lib = (ROOT / "crates" / "candle-port-ops" / "src" / "lib.rs").read_text(encoding="utf-8")
+    assert 'include_str!("../README.md")' in lib

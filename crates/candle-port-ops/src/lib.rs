@@ -18,3 +18,8 @@ pub mod interpolate;
 pub mod pooling;
 pub use interpolate::*;
 pub use pooling::*;
+
+/// The README's example, compiled and run as a doctest so that it stays true.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+pub struct ReadmeDoctest;
