@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import ast
+
 import libcst as cst
 
 from candle_port.analysis.positions import call_positions
@@ -18,9 +20,22 @@ def parse(text: str, path: str) -> cst.Module | FileError:
         return cst.parse_module(text)
     except cst.ParserSyntaxError as exc:
         message = str(exc.message).splitlines()[0] if exc.message else "invalid syntax"
+        if _python_accepts(text, path):
+            return FileError(path, f"libcst cannot parse this file, though Python can ({message}); not checked", exc.raw_line, exc.raw_column + 1)
         return FileError(path, f"syntax error: {message}", exc.raw_line, exc.raw_column + 1)
     except (RecursionError, MemoryError):
+        if _python_accepts(text, path):
+            return FileError(path, "libcst cannot parse this file (nested too deeply), though Python can; not checked")
         return FileError(path, "syntax error: source too deeply nested to parse")
+
+
+def _python_accepts(text: str, path: str) -> bool:
+    """Whether this Python compiles `text`: "syntax error" is said only of what CPython rejects."""
+    try:
+        compile(text, path, "exec", ast.PyCF_ONLY_AST, dont_inherit=True)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return False
+    return True
 
 
 def check_module(module: cst.Module, text: str, path: str, config: Config) -> list[Finding]:

@@ -10,6 +10,7 @@ from candle_port.cache import ResultCache
 from candle_port.config import Config
 from candle_port.discovery import discover
 from candle_port.findings import FileError, FileResult, Finding
+from candle_port.isolation import isolated
 from candle_port.parallel import map_files
 from candle_port.prefilter import may_hold_sites
 from candle_port.sources import SourceError, load_source
@@ -44,7 +45,9 @@ def check_file(path: str, config: Config, cache: ResultCache | None = None) -> F
             return hit
     from candle_port.checker import check_text  # libcst loads only when a file may hold a site
 
-    result = check_text(source.text, path, config)
+    result = isolated(path, lambda: check_text(source.text, path, config))
+    if isinstance(result, FileError):
+        return FileResult(path, error=result)  # never cached: a deeper stack or a fix may read it
     if cache is not None and key is not None:
         cache.put(key, result)
     return result

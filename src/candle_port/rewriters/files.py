@@ -16,6 +16,7 @@ from pathlib import Path
 from candle_port.config import Config
 from candle_port.discovery import discover
 from candle_port.findings import FileError
+from candle_port.isolation import isolated
 from candle_port.parallel import map_files
 from candle_port.prefilter import may_hold_sites
 from candle_port.rewriters.eligibility import NEAREST, STRATEGIES
@@ -86,7 +87,11 @@ def fix_file(
         return FixResult(path, strategy, source.text, source.text)
     from candle_port.rewriters.fixer import fix_text
 
-    result = fix_text(source.text, strategy=strategy, path=path, config=config, vendored_module=vendored_module)
+    result = isolated(
+        path, lambda: fix_text(source.text, strategy=strategy, path=path, config=config, vendored_module=vendored_module)
+    )
+    if isinstance(result, FileError):
+        return result
     if result.error is not None:
         return result.error
     if write and result.changed:
