@@ -25,13 +25,17 @@ def map_files(
     per file of its chunk.
     """
     jobs = jobs or os.cpu_count() or 1
-    if jobs <= 1 or len(files) < PARALLEL_THRESHOLD:
-        size = 1 if progress else max(1, len(files))
-        pool = None
+    parallel = jobs > 1 and len(files) >= PARALLEL_THRESHOLD
+    if parallel:
+        size = max(8, len(files) // (min(jobs, len(files)) * 8))
     else:
-        size = max(8, len(files) // (jobs * 8))
-        pool = ProcessPoolExecutor(max_workers=jobs)
+        size = 1 if progress else max(1, len(files))
     chunks = [(list(files[i : i + size]), *args) for i in range(0, len(files), size)]
+    pool = None
+    if parallel:
+        # More workers than chunks or than a few per core gains nothing; a huge -j (fork starts
+        # them all at once) would exhaust the process table or overflow.
+        pool = ProcessPoolExecutor(max_workers=max(1, min(jobs, len(chunks), 4 * (os.cpu_count() or 1))))
     results: list[T] = []
     try:
         for chunk_results in (pool.map(work, chunks) if pool else map(work, chunks)):

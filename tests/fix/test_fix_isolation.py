@@ -102,3 +102,14 @@ def test_recursion_beyond_the_deep_stack_is_one_files_error(tmp_path: Path, monk
     assert result.exit_code == 3
     assert "nested too deeply to analyse" in result.stderr
     assert sys.getrecursionlimit() < 60_000  # restored after the deep retry
+
+
+@pytest.mark.parametrize("scale", ["1e400", "-1e400", "float('nan')", "(1e400, 2)"], ids=["inf", "-inf", "nan-call", "inf-tuple"])
+@pytest.mark.parametrize("mode", ["bilinear", "nearest"])
+def test_non_finite_scale_is_input_not_a_crash(tmp_path: Path, scale: str, mode: str):
+    path = tmp_path / "m.py"
+    path.write_text(f"import torch.nn.functional as F\ny = F.interpolate(x, scale_factor={scale}, mode='{mode}')\n")
+    assert check_file(str(path), Config()).error is None
+    result = run("--strategy", "nearest", path)
+    assert result.exit_code == 0, result.output
+    assert "internal error" not in result.stderr

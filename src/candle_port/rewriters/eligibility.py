@@ -6,6 +6,8 @@ a site with the same reason), so the two never disagree.
 
 from __future__ import annotations
 
+import math
+
 import libcst as cst
 
 from candle_port.analysis.sites import Site
@@ -27,7 +29,7 @@ def integer_scale(site: Site) -> int | None:
     values = list(value) if isinstance(value, (tuple, list)) else [value]
     if not values or any(isinstance(v, bool) or not isinstance(v, (int, float)) for v in values):
         return None
-    if len(set(values)) != 1 or float(values[0]) != int(values[0]) or values[0] < 1:
+    if len(set(values)) != 1 or not math.isfinite(values[0]) or float(values[0]) != int(values[0]) or values[0] < 1:
         return None
     return int(values[0])
 
