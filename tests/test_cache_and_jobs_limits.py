@@ -1,4 +1,4 @@
-"""Hostile state and settings: a cache entry of the wrong shape is a miss; a huge -j is capped.
+"""Hostile state and settings: a cache entry of the wrong shape is a miss; a huge -j is capped."""
 
 from __future__ import annotations
 

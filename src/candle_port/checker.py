@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import ast
+import itertools
+import re
 
 import libcst as cst
 
@@ -15,7 +17,27 @@ from candle_port.rules import all_rules
 from candle_port.suppressions import is_suppressed, suppressions
 
 
+# CPython's parser rejects more than 200 nested brackets; libcst's native parser crashes the whole
+# process (SIGSEGV) on a few thousand, so such text never reaches it.
+MAX_BRACKET_NESTING = 200
+_NOT_BRACKETS = re.compile(r"[^()\[\]{}]+")
+_DELTA = {"(": 1, "[": 1, "{": 1, ")": -1, "]": -1, "}": -1}
+
+
+def _naive_bracket_depth(text: str) -> int:
+    """Deepest bracket nesting, counting brackets in strings and comments too (an upper bound)."""
+    brackets = _NOT_BRACKETS.sub("", text)
+    return max(itertools.accumulate(map(_DELTA.__getitem__, brackets)), default=0)
+
+
 def parse(text: str, path: str) -> cst.Module | FileError:
+    if _naive_bracket_depth(text) > MAX_BRACKET_NESTING:
+        try:
+            compile(text, path, "exec", ast.PyCF_ONLY_AST, dont_inherit=True)
+        except SyntaxError as exc:
+            return FileError(path, f"syntax error: {exc.msg}", exc.lineno, exc.offset)
+        except (ValueError, RecursionError, MemoryError) as exc:
+            return FileError(path, f"syntax error: {type(exc).__name__}: {exc}")
     try:
         return cst.parse_module(text)
     except cst.ParserSyntaxError as exc:

@@ -53,6 +53,10 @@ def check_file(path: str, config: Config, cache: ResultCache | None = None) -> F
     return result
 
 
+def _worker_died(path: str) -> FileResult:
+    return FileResult(path, error=FileError(path, "the worker process died while checking this file (a crash in the parser, or killed); not checked"))
+
+
 def _check_chunk(args: tuple[list[str], Config, str | None]) -> list[FileResult]:
     paths, config, cache_dir = args
     cache = ResultCache(Path(cache_dir), config.fingerprint()) if cache_dir else None
@@ -66,7 +70,7 @@ def check_files(
     jobs: int | None = None,
     progress: Callable[[int], None] | None = None,
 ) -> list[FileResult]:
-    return map_files(_check_chunk, files, (config, cache_dir), jobs, progress)
+    return map_files(_check_chunk, files, (config, cache_dir), jobs, progress, on_crash=_worker_died)
 
 
 def check_paths(

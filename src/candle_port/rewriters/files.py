@@ -110,6 +110,11 @@ def fix_file(
     return result
 
 
+def _worker_died(path: str) -> FileError:
+    # Writes are atomic: the file is either as it was or completely rewritten.
+    return FileError(path, "the worker process died while fixing this file (a crash in the parser, or killed); rerun port-fix on it")
+
+
 def _fix_chunk(args) -> list:
     paths, strategy, config, write, vendored_module, policy = args
     return [fix_file(p, strategy, config, write, vendored_module, policy) for p in paths]
@@ -151,7 +156,7 @@ def fix_files(
         # Before any model file imports it: a failure here (full disk) leaves every model untouched.
         report.vendored = str(write_vendored(Path(vendor)))
     policy = WritePolicy(force_read_only=force_read_only, roots=tuple(os.path.realpath(p) for p in paths))
-    outcomes = map_files(_fix_chunk, files, (strategy, config, write, vendored_module, policy), jobs)
+    outcomes = map_files(_fix_chunk, files, (strategy, config, write, vendored_module, policy), jobs, on_crash=_worker_died)
     for outcome in outcomes:
         report.files_seen += 1
         if isinstance(outcome, FileError):
