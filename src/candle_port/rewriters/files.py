@@ -17,7 +17,7 @@ from candle_port.config import Config
 from candle_port.discovery import discover
 from candle_port.findings import FileError
 from candle_port.isolation import isolated
-from candle_port.parallel import map_files
+from candle_port.parallel import Interrupted, map_files
 from candle_port.prefilter import may_hold_sites
 from candle_port.rewriters.eligibility import NEAREST, STRATEGIES
 from candle_port.rewriters.fixer import FixError, FixResult
@@ -36,6 +36,7 @@ class FixReport:
     vendored: str | None = None  # the file written by --vendor, if any
     raw_input: bytes = b""  # stdin only: the bytes read, passed through when they cannot be fixed
     stdin_source: object = None  # stdin only: the decoded SourceText (encoding, BOM)
+    interrupted: bool = False  # Ctrl-C or SIGTERM: the results are those finished before it
 
     @property
     def changed(self) -> list[FixResult]:
@@ -156,7 +157,14 @@ def fix_files(
         # Before any model file imports it: a failure here (full disk) leaves every model untouched.
         report.vendored = str(write_vendored(Path(vendor)))
     policy = WritePolicy(force_read_only=force_read_only, roots=tuple(os.path.realpath(p) for p in paths))
-    outcomes = map_files(_fix_chunk, files, (strategy, config, write, vendored_module, policy), jobs, on_crash=_worker_died)
+    try:
+        # A progress callback makes a one-process run go file by file, so an interrupt keeps every finished result.
+        outcomes = map_files(
+            _fix_chunk, files, (strategy, config, write, vendored_module, policy), jobs, lambda _: None, on_crash=_worker_died
+        )
+    except Interrupted as stop:
+        outcomes = stop.results
+        report.interrupted = True
     for outcome in outcomes:
         report.files_seen += 1
         if isinstance(outcome, FileError):
