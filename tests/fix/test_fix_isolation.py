@@ -113,3 +113,23 @@ def test_non_finite_scale_is_input_not_a_crash(tmp_path: Path, scale: str, mode:
     result = run("--strategy", "nearest", path)
     assert result.exit_code == 0, result.output
     assert "internal error" not in result.stderr
+
+
+def test_a_file_too_large_to_parse_is_reported_and_others_fixed(tmp_path: Path):
+    (tmp_path / "huge.py").write_text(HEADER + "data = [\n" + "    1234567890,\n" * 300_000 + "]\n")  # about 4.8 MB
+    (tmp_path / "good.py").write_text(HEADER)
+    result = run(tmp_path)
+    assert result.exit_code == 3
+    assert f"{tmp_path / 'huge.py'}: too large to analyse (" in result.stderr
+    assert "candle_runtime" in (tmp_path / "good.py").read_text()
+    assert (tmp_path / "huge.py").read_text().startswith(HEADER)
+
+
+def test_an_explicit_notebook_is_reported_not_parsed_as_a_dict(tmp_path: Path):
+    notebook = tmp_path / "model.ipynb"
+    notebook.write_text('{"cells": [{"cell_type": "code", "source": ["import torch.nn.functional as F\\n", "F.interpolate(x, scale_factor=2, mode=\'bilinear\')"]}]}')
+    before = notebook.read_text()
+    result = run(notebook)
+    assert result.exit_code == 3
+    assert "a Jupyter notebook, not Python source" in result.stderr
+    assert notebook.read_text() == before
