@@ -12,7 +12,7 @@ from candle_port.discovery import discover
 from candle_port.findings import FileError, FileResult, Finding
 from candle_port.isolation import isolated
 from candle_port.parallel import map_files
-from candle_port.prefilter import may_hold_sites
+from candle_port.prefilter import is_vendored_runtime, may_hold_sites
 from candle_port.sources import SourceError, load_source
 
 @dataclass
@@ -36,7 +36,7 @@ def check_file(path: str, config: Config, cache: ResultCache | None = None) -> F
         data, source = load_source(path)
     except SourceError as exc:
         return FileResult(path, error=FileError(path, str(exc)))
-    if not may_hold_sites(source.text):
+    if not may_hold_sites(source.text) or is_vendored_runtime(source.text):
         return FileResult(path)
     key = cache.key(path, data) if cache is not None else None
     if cache is not None and key is not None:

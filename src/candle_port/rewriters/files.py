@@ -18,10 +18,9 @@ from candle_port.discovery import discover
 from candle_port.findings import FileError
 from candle_port.isolation import isolated
 from candle_port.parallel import Interrupted, map_files
-from candle_port.prefilter import may_hold_sites
+from candle_port.prefilter import is_vendored_runtime, may_hold_sites
 from candle_port.rewriters.eligibility import NEAREST, STRATEGIES
 from candle_port.rewriters.fixer import FixError, FixResult
-from candle_port.rewriters.vendor import is_vendored_runtime
 from candle_port.rewriters.writeback import NotWritten, WriteFailed, WritePolicy, WriteRefused, take_snapshot, write_back
 from candle_port.sources import SourceError, decode_source
 
