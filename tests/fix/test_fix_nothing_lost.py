@@ -240,7 +240,7 @@ def test_symlink_inside_the_tree_fixes_the_target_and_stays_a_link(tree: Path):
     [
         pytest.param("replace", OSError(errno.ENOSPC, "No space left on device"), id="replace-fails"),
         pytest.param("fsync", OSError(errno.EIO, "Input/output error"), id="fsync-fails"),
-        pytest.param("fchmod", OSError(errno.EPERM, "Operation not permitted"), id="fchmod-fails"),
+        pytest.param("chmod", OSError(errno.EPERM, "Operation not permitted"), id="chmod-fails"),
     ],
 )
 def test_a_crash_mid_write_leaves_the_original_and_no_temp_file(tree: Path, monkeypatch, target, exc):
