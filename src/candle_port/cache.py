@@ -56,13 +56,16 @@ class ResultCache:
             raw = json.loads(self._entry(key).read_text(encoding="utf-8"))
         except (OSError, ValueError):
             return None
-        result = FileResult(raw["path"], parsed=raw.get("parsed", False))
-        result.findings = [
-            Finding(**{**f, "severity": Severity(f["severity"]), "fixes": tuple(f["fixes"])})
-            for f in raw["findings"]
-        ]
-        if raw.get("error"):
-            result.error = FileError(**raw["error"])
+        try:
+            result = FileResult(raw["path"], parsed=raw.get("parsed", False))
+            result.findings = [
+                Finding(**{**f, "severity": Severity(f["severity"]), "fixes": tuple(f["fixes"])})
+                for f in raw["findings"]
+            ]
+            if raw.get("error"):
+                result.error = FileError(**raw["error"])
+        except (KeyError, TypeError, ValueError, AttributeError):
+            return None  # valid JSON of the wrong shape (edited, another version): a miss, rewritten
         return result
 
     def put(self, key: str, result: FileResult) -> None:

@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import ast
+import itertools
+import re
+
 import libcst as cst
 
 from candle_port.analysis.positions import call_positions
@@ -13,14 +17,58 @@ from candle_port.rules import all_rules
 from candle_port.suppressions import is_suppressed, suppressions
 
 
+# CPython's parser rejects more than 200 nested brackets; libcst's native parser crashes the whole
+# process (SIGSEGV) on a few thousand, so such text never reaches it.
+MAX_BRACKET_NESTING = 200
+_NOT_BRACKETS = re.compile(r"[^()\[\]{}]+")
+_DELTA = {"(": 1, "[": 1, "{": 1, ")": -1, "]": -1, "}": -1}
+
+
+def _naive_bracket_depth(text: str) -> int:
+    """Deepest bracket nesting, counting brackets in strings and comments too (an upper bound)."""
+    brackets = _NOT_BRACKETS.sub("", text)
+    return max(itertools.accumulate(map(_DELTA.__getitem__, brackets)), default=0)
+
+
+# libcst needs about 600 bytes of memory per byte of source (a 50 MB generated file: 24 GB and the
+# OOM killer); the largest hand-written file of the corpus is 0.33 MB.
+MAX_PARSE_CHARS = 4_000_000
+
+
 def parse(text: str, path: str) -> cst.Module | FileError:
+    if len(text) > MAX_PARSE_CHARS:
+        return FileError(
+            path,
+            f"too large to analyse ({len(text) / 1e6:.1f} MB of text; the limit is {MAX_PARSE_CHARS / 1e6:.0f} MB, "
+            "as the parser needs about 600 times that in memory); not checked",
+        )
+    if _naive_bracket_depth(text) > MAX_BRACKET_NESTING:
+        try:
+            compile(text, path, "exec", ast.PyCF_ONLY_AST, dont_inherit=True)
+        except SyntaxError as exc:
+            return FileError(path, f"syntax error: {exc.msg}", exc.lineno, exc.offset)
+        except (ValueError, RecursionError, MemoryError) as exc:
+            return FileError(path, f"syntax error: {type(exc).__name__}: {exc}")
     try:
         return cst.parse_module(text)
     except cst.ParserSyntaxError as exc:
         message = str(exc.message).splitlines()[0] if exc.message else "invalid syntax"
+        if _python_accepts(text, path):
+            return FileError(path, f"libcst cannot parse this file, though Python can ({message}); not checked", exc.raw_line, exc.raw_column + 1)
         return FileError(path, f"syntax error: {message}", exc.raw_line, exc.raw_column + 1)
     except (RecursionError, MemoryError):
+        if _python_accepts(text, path):
+            return FileError(path, "libcst cannot parse this file (nested too deeply), though Python can; not checked")
         return FileError(path, "syntax error: source too deeply nested to parse")
+
+
+def _python_accepts(text: str, path: str) -> bool:
+    """Whether this Python compiles `text`: "syntax error" is said only of what CPython rejects."""
+    try:
+        compile(text, path, "exec", ast.PyCF_ONLY_AST, dont_inherit=True)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return False
+    return True
 
 
 def check_module(module: cst.Module, text: str, path: str, config: Config) -> list[Finding]:

@@ -33,6 +33,9 @@ def discover(paths: list[str], config: Config) -> Discovery:
             _walk(given, config, found, seen)
             if len(found.files) == before:
                 found.empty_directories.append(given)
+        elif given.endswith(".ipynb"):
+            # JSON, not Python: parsing it as Python reads a dict and misses every site.
+            found.errors.append(FileError(given, "a Jupyter notebook, not Python source; export it first (jupyter nbconvert --to script)"))
         elif path.exists():
             # A file named explicitly is checked even when excluded or not *.py (like ruff).
             _add(given, found, seen)

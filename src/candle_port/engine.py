@@ -10,8 +10,9 @@ from candle_port.cache import ResultCache
 from candle_port.config import Config
 from candle_port.discovery import discover
 from candle_port.findings import FileError, FileResult, Finding
+from candle_port.isolation import isolated
 from candle_port.parallel import map_files
-from candle_port.prefilter import may_hold_sites
+from candle_port.prefilter import is_vendored_runtime, may_hold_sites
 from candle_port.sources import SourceError, load_source
 
 @dataclass
@@ -35,7 +36,7 @@ def check_file(path: str, config: Config, cache: ResultCache | None = None) -> F
         data, source = load_source(path)
     except SourceError as exc:
         return FileResult(path, error=FileError(path, str(exc)))
-    if not may_hold_sites(source.text):
+    if not may_hold_sites(source.text) or is_vendored_runtime(source.text):
         return FileResult(path)
     key = cache.key(path, data) if cache is not None else None
     if cache is not None and key is not None:
@@ -44,10 +45,16 @@ def check_file(path: str, config: Config, cache: ResultCache | None = None) -> F
             return hit
     from candle_port.checker import check_text  # libcst loads only when a file may hold a site
 
-    result = check_text(source.text, path, config)
+    result = isolated(path, lambda: check_text(source.text, path, config))
+    if isinstance(result, FileError):
+        return FileResult(path, error=result)  # never cached: a deeper stack or a fix may read it
     if cache is not None and key is not None:
         cache.put(key, result)
     return result
+
+
+def _worker_died(path: str) -> FileResult:
+    return FileResult(path, error=FileError(path, "the worker process died while checking this file (a crash in the parser, or killed); not checked"))
 
 
 def _check_chunk(args: tuple[list[str], Config, str | None]) -> list[FileResult]:
@@ -63,7 +70,7 @@ def check_files(
     jobs: int | None = None,
     progress: Callable[[int], None] | None = None,
 ) -> list[FileResult]:
-    return map_files(_check_chunk, files, (config, cache_dir), jobs, progress)
+    return map_files(_check_chunk, files, (config, cache_dir), jobs, progress, on_crash=_worker_died)
 
 
 def check_paths(

@@ -13,3 +13,12 @@ from candle_port.analysis.apis import API_NAME_FRAGMENTS
 
 def may_hold_sites(text: str) -> bool:
     return any(fragment in text for fragment in API_NAME_FRAGMENTS)
+
+
+# The first line of the module `port-fix --vendor` writes (rewriters/vendor.py HEADER): that
+# module is candle-port's own runtime, never checked, reported or rewritten.
+VENDORED_RUNTIME_MARK = '"""candle-port runtime, vendored by `port-fix --vendor`'
+
+
+def is_vendored_runtime(text: str) -> bool:
+    return text.lstrip("\ufeff").startswith(VENDORED_RUNTIME_MARK)

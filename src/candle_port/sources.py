@@ -62,7 +62,7 @@ def read_regular_file(path: Path | str) -> tuple[bytes, os.stat_result]:
     symlink to one) is reported instead of hanging the run or filling memory.
     """
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_BINARY", 0))
     except IsADirectoryError:
         raise SourceError("is a directory") from None
     except OSError as exc:

@@ -240,7 +240,7 @@ def test_symlink_inside_the_tree_fixes_the_target_and_stays_a_link(tree: Path):
     [
         pytest.param("replace", OSError(errno.ENOSPC, "No space left on device"), id="replace-fails"),
         pytest.param("fsync", OSError(errno.EIO, "Input/output error"), id="fsync-fails"),
-        pytest.param("fchmod", OSError(errno.EPERM, "Operation not permitted"), id="fchmod-fails"),
+        pytest.param("chmod", OSError(errno.EPERM, "Operation not permitted"), id="chmod-fails"),
     ],
 )
 def test_a_crash_mid_write_leaves_the_original_and_no_temp_file(tree: Path, monkeypatch, target, exc):
@@ -409,3 +409,15 @@ def test_write_policy_default_allows_symlinks_anywhere(tmp_path: Path):
     (tmp_path / "l.py").symlink_to(tmp_path / "t.py")
     write_back(take_snapshot(str(tmp_path / "l.py")), b"x = 2\n", WritePolicy())
     assert (tmp_path / "t.py").read_text() == "x = 2\n" and (tmp_path / "l.py").is_symlink()
+
+
+def test_port_check_does_not_report_the_vendored_module(tree: Path):
+    from candle_port.engine import check_paths
+    from candle_port.config import Config
+    from candle_port.prefilter import VENDORED_RUNTIME_MARK
+    from candle_port.rewriters.vendor import HEADER
+
+    assert HEADER.startswith(VENDORED_RUNTIME_MARK)
+    assert run("--vendor", tree / "third_party", tree).exit_code == 0
+    report = check_paths([str(tree)], Config(), jobs=1)
+    assert not report.errors and not report.findings

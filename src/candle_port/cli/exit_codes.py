@@ -11,6 +11,7 @@ class ExitCode(enum.IntEnum):
     USAGE = 2  # bad command line or configuration, or an internal error
     BAD_INPUT = 3  # some file could not be read or parsed; every other file was still processed
     NOT_WRITTEN = 4  # port-fix left a file untouched to protect it (edited meanwhile, read-only, linked)
+    INTERRUPTED = 130  # Ctrl-C or SIGTERM (port-fix first lists what it had already rewritten)
 
 
 def worst(*codes: int) -> int:

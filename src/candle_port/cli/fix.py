@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import enum
 import json
+import signal
 import sys
 from collections import Counter
 from pathlib import Path
@@ -99,16 +100,35 @@ def fix_command(
         from candle_port.rewriters.vendor import VendorError
         from candle_port.rewriters.writeback import WriteFailed, WriteRefused
 
+        previous = signal.signal(signal.SIGTERM, _interrupt)  # stop like Ctrl-C: report what was written
         try:
             report = fix_files(paths, chosen, settings, write=write, vendor=vendor, jobs=jobs, force_read_only=force_read_only)
         except (OSError, VendorError, WriteFailed, WriteRefused) as exc:
             reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
             common.fail_usage(f"cannot write the vendored runtime, no file was changed: {reason}")
+        finally:
+            signal.signal(signal.SIGTERM, previous)
         if diff:
             for result in report.changed:
                 sys.stdout.write(unified_diff(result))
     _summarize(report, chosen, output_format, quiet, write, stdin="-" in paths)
+    if report.interrupted:
+        err = common.stderr_console()
+        verb = "rewritten" if write else "would change"
+        for result in report.changed:
+            err.print(f"{result.path}: {verb} before the interrupt", soft_wrap=True, markup=False, highlight=False)
+        changed = len(report.changed)
+        err.print(
+            f"port-fix: interrupted after {report.files_seen} file{'s' * (report.files_seen != 1)}; "
+            f"{changed} {verb} (listed above), the others untouched",
+            soft_wrap=True, markup=False,
+        )
+        raise typer.Exit(ExitCode.INTERRUPTED)
     raise typer.Exit(_exit_code(report, check))
+
+
+def _interrupt(signum, frame) -> None:
+    raise KeyboardInterrupt
 
 
 def _exit_code(report, check: bool) -> int:
@@ -160,6 +180,7 @@ def _summarize(report, strategy: str, output_format: SummaryFormat, quiet: bool,
             "errors": [{"path": e.path, "reason": e.reason, "line": e.line, "not_written": type(e).__name__ == "NotWritten"} for e in report.errors],
             "files_changed": [r.path for r in report.changed],
             "vendored": report.vendored,
+            "interrupted": report.interrupted,
         }
         text = json.dumps(data, indent=2)
         print(text, file=sys.stderr if stdin else sys.stdout)

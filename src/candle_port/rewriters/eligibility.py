@@ -6,6 +6,8 @@ a site with the same reason), so the two never disagree.
 
 from __future__ import annotations
 
+import math
+
 import libcst as cst
 
 from candle_port.analysis.sites import Site
@@ -27,15 +29,63 @@ def integer_scale(site: Site) -> int | None:
     values = list(value) if isinstance(value, (tuple, list)) else [value]
     if not values or any(isinstance(v, bool) or not isinstance(v, (int, float)) for v in values):
         return None
-    if len(set(values)) != 1 or float(values[0]) != int(values[0]) or values[0] < 1:
+    if len(set(values)) != 1 or not math.isfinite(values[0]) or float(values[0]) != int(values[0]) or values[0] < 1:
         return None
     return int(values[0])
+
+
+def _callee_root(site: Site) -> str | None:
+    node = site.call.args[0].value if site.kind == "partial" and site.call.args else site.call.func
+    while isinstance(node, cst.Attribute):
+        node = node.value
+    return node.value if isinstance(node, cst.Name) else None
+
+
+def rebinding(site: Site) -> str | None:
+    """Why the callee's name cannot be trusted to be torch's at this site, or None.
+
+    Names are resolved without control flow: every binding of the name in its scope counts. When
+    one of them is something other than the torch import (`del F; import my_ops as F`, `for F in`,
+    `with ... as F`, `case F:`), the call may not be torch's where it stands, so it is not
+    rewritten. A `F = None` fallback (optional torch) is harmless and allowed.
+    """
+    if site.kind == "subclass":
+        return None
+    root = _callee_root(site)
+    if root is None:
+        return None
+    bindings = site.resolver.lookup(root, site.scope)
+    if not bindings or len(bindings) < 2:
+        return None
+    for binding in bindings:
+        names = _names_of(site, binding)
+        if names == {"builtins.None"}:
+            continue
+        if not any(site.qualified_name == n or site.qualified_name.startswith(n + ".") for n in names):
+            return (
+                f"`{root}` is also bound to something else in this scope (rebound, a loop, `with` or "
+                "`case` target), so this call may not be torch's; rewrite it by hand"
+            )
+    return None
+
+
+def _names_of(site: Site, binding) -> set[str]:
+    from candle_port.analysis.names import Alias, Import
+
+    if isinstance(binding, Import):
+        return {binding.qualified_name}
+    if isinstance(binding, Alias):
+        return site.resolver.qualified_names(binding.expression, binding.scope)
+    return set()
 
 
 def refusal(strategy: str, site: Site) -> str | None:
     """None when `strategy` can rewrite `site`; otherwise why not, in one sentence."""
     if site.api.family not in RUNTIME_FAMILIES:
         return f"{site.api.name} has no equivalent in candle; rewrite it by hand"
+    rebound = rebinding(site)
+    if rebound is not None:
+        return rebound
     if strategy == RUNTIME:
         return None  # the drop-ins are exact for every mode, antialias value and pooling setting
     if site.api.family != "interpolate":

@@ -16,11 +16,11 @@ from pathlib import Path
 from candle_port.config import Config
 from candle_port.discovery import discover
 from candle_port.findings import FileError
-from candle_port.parallel import map_files
-from candle_port.prefilter import may_hold_sites
+from candle_port.isolation import isolated
+from candle_port.parallel import Interrupted, map_files
+from candle_port.prefilter import is_vendored_runtime, may_hold_sites
 from candle_port.rewriters.eligibility import NEAREST, STRATEGIES
 from candle_port.rewriters.fixer import FixError, FixResult
-from candle_port.rewriters.vendor import is_vendored_runtime
 from candle_port.rewriters.writeback import NotWritten, WriteFailed, WritePolicy, WriteRefused, take_snapshot, write_back
 from candle_port.sources import SourceError, decode_source
 
@@ -35,6 +35,7 @@ class FixReport:
     vendored: str | None = None  # the file written by --vendor, if any
     raw_input: bytes = b""  # stdin only: the bytes read, passed through when they cannot be fixed
     stdin_source: object = None  # stdin only: the decoded SourceText (encoding, BOM)
+    interrupted: bool = False  # Ctrl-C or SIGTERM: the results are those finished before it
 
     @property
     def changed(self) -> list[FixResult]:
@@ -86,7 +87,11 @@ def fix_file(
         return FixResult(path, strategy, source.text, source.text)
     from candle_port.rewriters.fixer import fix_text
 
-    result = fix_text(source.text, strategy=strategy, path=path, config=config, vendored_module=vendored_module)
+    result = isolated(
+        path, lambda: fix_text(source.text, strategy=strategy, path=path, config=config, vendored_module=vendored_module)
+    )
+    if isinstance(result, FileError):
+        return result
     if result.error is not None:
         return result.error
     if write and result.changed:
@@ -103,6 +108,11 @@ def fix_file(
         except OSError as exc:
             return FileError(path, f"cannot write: {exc.strerror or exc}")
     return result
+
+
+def _worker_died(path: str) -> FileError:
+    # Writes are atomic: the file is either as it was or completely rewritten.
+    return FileError(path, "the worker process died while fixing this file (a crash in the parser, or killed); rerun port-fix on it")
 
 
 def _fix_chunk(args) -> list:
@@ -146,7 +156,14 @@ def fix_files(
         # Before any model file imports it: a failure here (full disk) leaves every model untouched.
         report.vendored = str(write_vendored(Path(vendor)))
     policy = WritePolicy(force_read_only=force_read_only, roots=tuple(os.path.realpath(p) for p in paths))
-    outcomes = map_files(_fix_chunk, files, (strategy, config, write, vendored_module, policy), jobs)
+    try:
+        # A progress callback makes a one-process run go file by file, so an interrupt keeps every finished result.
+        outcomes = map_files(
+            _fix_chunk, files, (strategy, config, write, vendored_module, policy), jobs, lambda _: None, on_crash=_worker_died
+        )
+    except Interrupted as stop:
+        outcomes = stop.results
+        report.interrupted = True
     for outcome in outcomes:
         report.files_seen += 1
         if isinstance(outcome, FileError):

@@ -14,6 +14,7 @@ text is left unchanged and the result carries an error.
 from __future__ import annotations
 
 import ast
+import sys
 from dataclasses import dataclass, field
 
 import libcst as cst
@@ -158,6 +159,15 @@ def fix_text(
 
     new_text = _rewrite(module, text, scan.calls, planned, strategy, vendored_module, result, fast)
     problem = _verify(new_text, path, config, strategy, result)
+    if problem is not None and not _compiles(text, path):
+        # libcst reads newer syntax than the running Python compiles: not a port-fix bug.
+        version = ".".join(map(str, sys.version_info[:2]))
+        result.error = FileError(
+            path, f"Python {version} cannot compile this file (newer syntax?); run port-fix under the Python the code targets; left unchanged"
+        )
+        result.fixed.clear()
+        result.import_added = None
+        return result
     if problem is not None:
         result.error = FileError(path, f"internal error, file left unchanged: {problem}")
         result.fixed.clear()
@@ -239,6 +249,14 @@ class _Transformer(cst.CSTTransformer):
             return updated_node
         _, new_bases = found
         return strategies.swap_base(updated_node, set(new_bases), new_bases)
+
+
+def _compiles(text: str, path: str) -> bool:
+    try:
+        compile(text, path, "exec", ast.PyCF_ONLY_AST, dont_inherit=True)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return False
+    return True
 
 
 def _verify(new_text: str, path: str, config: Config, strategy: str, result: FixResult) -> str | None:

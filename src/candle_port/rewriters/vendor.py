@@ -149,11 +149,6 @@ def _strip(text: str, tree: ast.Module) -> str:
     return "".join(aliases) + "".join(kept).strip("\n") + "\n\n"
 
 
-def is_vendored_runtime(text: str) -> bool:
-    """Whether `text` is a module written by --vendor (port-fix never rewrites or reports it)."""
-    return text.lstrip("\ufeff").startswith(HEADER.split("{", 1)[0])
-
-
 def vendored_module_name(directory: Path) -> str:
     """The dotted name fixed files import the vendored runtime by (see the module docstring).
 

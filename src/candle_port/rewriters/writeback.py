@@ -21,12 +21,16 @@ from __future__ import annotations
 
 import ast
 import errno
-import fcntl
 import hashlib
 import os
 import stat
 import tempfile
 from dataclasses import dataclass
+
+try:
+    import fcntl
+except ImportError:  # Windows: no advisory lock; the identity and hash checks still apply
+    fcntl = None
 
 from candle_port.findings import FileError
 from candle_port.sources import SourceError, read_regular_file
@@ -104,11 +108,12 @@ def write_back(snapshot: Snapshot, data: bytes, policy: WritePolicy = WritePolic
     if policy.roots is not None and not _under(real, policy.roots):
         raise WriteRefused(f"a symlink to {real}, outside the given paths; not followed (name the target to fix it)")
     try:
-        fd = os.open(real, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOFOLLOW", 0))
+        fd = os.open(real, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_BINARY", 0))
     except FileNotFoundError:
         raise WriteRefused("deleted since port-fix read it; not recreated") from None
     try:
-        fcntl.flock(fd, fcntl.LOCK_EX)
+        if fcntl is not None:
+            fcntl.flock(fd, fcntl.LOCK_EX)
         info = os.fstat(fd)
         _check_writable(info, policy)
         _replace(snapshot, real, fd, info, data)
@@ -155,7 +160,7 @@ def _replace(snapshot: Snapshot, real: str, fd: int, info: os.stat_result, data:
             handle.flush()
             os.fsync(handle.fileno())
             _keep_owner(handle.fileno(), info)
-            os.fchmod(handle.fileno(), stat.S_IMODE(info.st_mode))
+        os.chmod(tmp, stat.S_IMODE(info.st_mode))
         if not _unchanged(snapshot, fd, real):
             raise WriteRefused("changed on disk since port-fix read it; your edit is kept, rerun port-fix")
         os.replace(tmp, real)
@@ -166,6 +171,8 @@ def _replace(snapshot: Snapshot, real: str, fd: int, info: os.stat_result, data:
 
 
 def _keep_owner(tmp_fd: int, info: os.stat_result) -> None:
+    if not hasattr(os, "fchown"):
+        return  # Windows: no POSIX owner to keep
     now = os.fstat(tmp_fd)
     if (now.st_uid, now.st_gid) == (info.st_uid, info.st_gid):
         return
@@ -222,9 +229,9 @@ def create_or_replace(path: str, data: bytes) -> bool:
             handle.write(data)
             handle.flush()
             os.fsync(handle.fileno())
-            umask = os.umask(0)
-            os.umask(umask)
-            os.fchmod(handle.fileno(), 0o666 & ~umask)
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(tmp, 0o666 & ~umask)
         try:
             os.link(tmp, path)
         except FileExistsError:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 from candle_port.analysis.sites import Site
 from candle_port.rewriters.eligibility import applicable
 from candle_port.rules.base import Hit, Rule, describe_call
@@ -11,6 +13,8 @@ def _unsupported_scale(value) -> str | None:
     values = list(value) if isinstance(value, (tuple, list)) else [value]
     if not values or any(isinstance(v, bool) or not isinstance(v, (int, float)) for v in values):
         return None
+    if not all(math.isfinite(v) for v in values):
+        return None  # inf or nan (`1e400`): torch itself rejects it at run time
     if len(set(float(v) for v in values)) > 1:
         return "a non-uniform scale"
     if any(float(v) < 1 for v in values):

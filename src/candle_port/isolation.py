@@ -1,0 +1,67 @@
+"""Per-file isolation: whatever one file does to the analysis becomes that file's one-line error.
+
+Valid Python with long chains (`x+x+...` 500 terms, 500 `elif`s, a 1,200-deep call chain) is
+deeper than the default recursion limit of the recursive tree walks. Such a file is retried once
+in a thread with a large stack and a high recursion limit (safe: the stack is big enough for the
+limit), and if it still fails, or raises anything else, only that file is reported; the run goes
+on with the others.
+"""
+
+from __future__ import annotations
+
+import sys
+import threading
+from typing import Callable, TypeVar
+
+from candle_port.findings import FileError
+
+T = TypeVar("T")
+
+DEEP_STACK_BYTES = 512 * 1024 * 1024
+DEEP_RECURSION_LIMIT = 60_000
+_deep_lock = threading.Lock()  # the recursion limit is per process: one deep retry at a time
+
+
+def isolated(path: str, work: Callable[[], T]) -> T | FileError:
+    """`work()`, retried with a deep stack on RecursionError; any failure is `path`'s FileError."""
+    try:
+        return work()
+    except RecursionError:
+        pass
+    except MemoryError:
+        return FileError(path, "out of memory while processing this file; left unchanged")
+    except Exception as exc:  # noqa: BLE001 - one file's bug must not stop the run
+        return FileError(path, f"internal error, file left unchanged: {type(exc).__name__}: {exc}")
+    return _deep_retry(path, work)
+
+
+def _deep_retry(path: str, work: Callable[[], T]) -> T | FileError:
+    outcome: list = []
+
+    def run() -> None:
+        try:
+            outcome.append(work())
+        except BaseException as exc:  # noqa: BLE001 - carried back to the calling thread
+            outcome.append(exc)
+
+    with _deep_lock:
+        old_limit, old_stack = sys.getrecursionlimit(), threading.stack_size()
+        try:
+            threading.stack_size(DEEP_STACK_BYTES)
+            sys.setrecursionlimit(DEEP_RECURSION_LIMIT)
+            thread = threading.Thread(target=run, name="candle-port-deep")
+            thread.start()
+            thread.join()
+        finally:
+            threading.stack_size(old_stack)
+            sys.setrecursionlimit(old_limit)
+    result = outcome[0] if outcome else RuntimeError("no result")
+    if isinstance(result, RecursionError):
+        return FileError(path, "nested too deeply to analyse (RecursionError even with a deep stack); left unchanged")
+    if isinstance(result, MemoryError):
+        return FileError(path, "out of memory while processing this file; left unchanged")
+    if isinstance(result, KeyboardInterrupt):
+        raise result
+    if isinstance(result, BaseException):
+        return FileError(path, f"internal error, file left unchanged: {type(result).__name__}: {result}")
+    return result

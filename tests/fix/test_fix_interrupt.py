@@ -1,0 +1,85 @@
+"""Ctrl-C and SIGTERM stop port-fix cleanly: it lists what it had already rewritten and exits 130."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from typer.testing import CliRunner
+
+import candle_port.rewriters.fixer as fixer
+from candle_port.cli.entry import single_command_app
+from candle_port.cli.fix import fix_command
+from candle_port.rewriters import writeback
+
+SITE = "import torch.nn.functional as F\ny = F.interpolate(x, scale_factor=2, mode='bilinear')\n"
+APP = single_command_app(fix_command, "port-fix")
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_ctrl_c_lists_what_was_rewritten_and_exits_130(tmp_path: Path, monkeypatch):
+    for name in ("a.py", "b.py", "c.py"):
+        (tmp_path / name).write_text(SITE)
+    real_fix_text = fixer.fix_text
+
+    def interrupt_at_b(text, **kwargs):
+        if kwargs["path"].endswith("b.py"):
+            raise KeyboardInterrupt
+        return real_fix_text(text, **kwargs)
+
+    monkeypatch.setattr(fixer, "fix_text", interrupt_at_b)
+    result = CliRunner().invoke(APP, ["--jobs", "1", str(tmp_path)])
+    assert result.exit_code == 130
+    assert f"{tmp_path / 'a.py'}: rewritten before the interrupt" in result.stderr
+    assert "interrupted after 1 file; 1 rewritten (listed above), the others untouched" in result.stderr
+    assert "candle_runtime" in (tmp_path / "a.py").read_text()
+    assert (tmp_path / "b.py").read_text() == SITE and (tmp_path / "c.py").read_text() == SITE
+    assert not list(tmp_path.glob(f"*{writeback.TEMP_SUFFIX}"))
+
+
+def test_sigterm_on_a_pooled_run_stops_the_workers_and_reports(tmp_path: Path):
+    for i in range(600):  # far more than 3 s of work on any machine
+        (tmp_path / f"m{i:03}.py").write_text(SITE + "".join(f"z{j} = {j}\n" for j in range(400)))
+    env = {**os.environ, "PYTHONPATH": str(ROOT / "src")}
+    process = subprocess.Popen(
+        [sys.executable, "-m", "candle_port", "fix", "-j", "2", str(tmp_path)],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, cwd=tmp_path,
+    )
+    time.sleep(3)  # past start-up, inside the pooled run
+    process.send_signal(signal.SIGTERM)
+    _, err = process.communicate(timeout=120)
+    children = subprocess.run(["pgrep", "-P", str(process.pid)], capture_output=True, text=True).stdout.split()
+    assert children == []
+    assert process.returncode == 130, err[-2000:]
+    assert "port-fix: interrupted after" in err
+    rewritten = {line.split(": rewritten before")[0] for line in err.splitlines() if ": rewritten before the interrupt" in line}
+    for path in tmp_path.glob("m*.py"):
+        assert ("candle_runtime" in path.read_text()) == (str(path) in rewritten), path
+    assert not list(tmp_path.glob(f".*{writeback.TEMP_SUFFIX}"))
+
+
+def test_killing_the_main_process_leaves_no_worker_behind(tmp_path: Path):
+    for i in range(600):
+        (tmp_path / f"m{i:03}.py").write_text(SITE + "".join(f"z{j} = {j}\n" for j in range(400)))
+    env = {**os.environ, "PYTHONPATH": str(ROOT / "src")}
+    process = subprocess.Popen(
+        [sys.executable, "-m", "candle_port", "fix", "-j", "2", str(tmp_path)],
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env, cwd=tmp_path,
+    )
+    workers: list[str] = []
+    deadline = time.monotonic() + 60
+    while len(workers) < 2 and time.monotonic() < deadline:
+        time.sleep(0.2)
+        workers = subprocess.run(["pgrep", "-P", str(process.pid)], capture_output=True, text=True).stdout.split()
+    assert len(workers) >= 2, "the pooled run never started its workers"
+    process.kill()
+    process.wait(timeout=30)
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline and any(Path(f"/proc/{pid}").exists() for pid in workers):
+        time.sleep(0.2)
+    alive = [pid for pid in workers if Path(f"/proc/{pid}").exists() and "Z" not in Path(f"/proc/{pid}/stat").read_text().split()[2]]
+    assert alive == []
