@@ -70,13 +70,7 @@ class Row:
     rewrite_dist: float | None = None  # the rewrite's distance from the reference, / scale
     own_noise: float | None = None  # the original's own distance from the reference, / scale
     allowed: float | None = None  # what rewrite_dist (or rel_to_scale, fixed mode) is compared with
-
-    @property
-    def ratio(self) -> float | None:
-        """rewrite_dist in units of the original's own noise (floored at the unit roundoff)."""
-        if self.rewrite_dist is None or self.allowed is None or self.allowed == 0:
-            return None
-        return self.rewrite_dist / self.allowed
+    ratio: float | None = None  # rewrite_dist / max(own_noise, floor): fails above the factor
 
     def to_json(self) -> dict[str, Any]:
         data = asdict(self)
@@ -162,6 +156,7 @@ def compare_tensor(kind: str, name: str, ref: Any, new: Any, tol: Tolerance, flo
             row.rewrite_dist = row.rel_to_scale
             row.own_noise = _ratio(_distance(b, noise_ref), scale)
         row.allowed = tol.factor * max(row.own_noise, tol.floor)
+        row.ratio = row.rewrite_dist / max(row.own_noise, tol.floor)
         ok = row.rewrite_dist <= row.allowed
     row.ok = bool(ok and same_nonfinite)
     return row

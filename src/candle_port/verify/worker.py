@@ -132,6 +132,10 @@ def _gradcheck(model: Any, job: dict) -> dict:
     return {"ok": bool(ok), "shapes": shapes, "message": message, "seconds": round(time.monotonic() - start, 2)}
 
 
+class _NoGradient(Exception):
+    """The loss does not depend on any input or parameter."""
+
+
 def _forward_backward(model: Any, inputs: list, weights: dict | None, seed: int) -> tuple:
     """One forward and backward of ``sum(output * w)``; ``w`` is drawn here when not given."""
     import torch
@@ -152,7 +156,11 @@ def _forward_backward(model: Any, inputs: list, weights: dict | None, seed: int)
     if {k: tuple(v.shape) for k, v in weights.items()} == {k: tuple(v.shape) for k, v in outputs.items()}:
         loss = sum((outputs[k] * weights[k].to(outputs[k].dtype)).sum() for k in outputs)
         try:
+            if not loss.requires_grad:  # nothing to differentiate: the verdict says UNCHECKED
+                raise _NoGradient
             loss.backward()
+        except _NoGradient:
+            pass
         except Exception as exc:
             raise WorkerError("backward", f"backward failed: {type(exc).__name__}: {exc}") from exc
     outputs = {k: v.detach() for k, v in outputs.items()}
