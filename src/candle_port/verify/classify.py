@@ -202,7 +202,8 @@ def classify_node(node: Any, on_grad_path: bool) -> OpRecord | None:
 
 
 def _grad_users(node: Any, marked: set[str]) -> list[Any]:
-    return [u for u in node.users if u.name in marked]
+    """The consumers that send a gradient back to ``node``: ops on a gradient path, and the output."""
+    return [u for u in node.users if u.name in marked or u.op == "output"]
 
 
 def wrong_in_context(node: Any, record: OpRecord, marked: set[str]) -> str:
