@@ -25,11 +25,11 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from typing import Any
 
-# How far beyond the original's own rounding the rewrite may be. Measured on the fixture and
-# corpus models (README, "Real models verified"): the worst ratio of a correct rewrite was
-# WORST_MEASURED_RATIO; planted wrong rewrites are 1e4 and more beyond.
+# How far beyond the original's own rounding the rewrite may be. Measured (README, "Real models
+# verified"): the worst rewrite_dist / own_noise of a correct rewrite was 1.64 over the corpus
+# models in float32, 3.0 in float64 and 5.2 on fixtures/verify/batchnorm_two_values.py (a
+# BatchNorm over two values); planted wrong rewrites are 1e3 and more beyond their noise.
 NOISE_FACTOR = 50.0
-WORST_MEASURED_RATIO = 1.9
 # Unit roundoff per dtype: the floor of the measured noise (a tensor the original computes exactly).
 UNIT_ROUNDOFF = {"float32": 2.0 ** -24, "float64": 2.0 ** -53}
 # The fixed tolerances used only when no reference could be run (a model that cannot be deep-copied).
