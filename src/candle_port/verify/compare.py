@@ -52,6 +52,7 @@ class Tolerance:
     atol: float = 0.0
     method: str = ""  # the reference: "float64" or "perturbed"
     note: str = ""
+    given: bool = False  # --rtol/--atol: the user's own tolerance, which judges every strategy
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -81,7 +82,7 @@ class Row:
 def choose_tolerance(dtype: str, reference: dict | None, rtol: float | None, atol: float | None,
                      factor: float = NOISE_FACTOR) -> Tolerance:
     if rtol is not None or atol is not None:
-        return Tolerance("fixed", rtol=rtol or 0.0, atol=atol or 0.0, note="given with --rtol/--atol")
+        return Tolerance("fixed", rtol=rtol or 0.0, atol=atol or 0.0, note="given with --rtol/--atol", given=True)
     if not reference or reference.get("method") not in ("float64", "perturbed"):
         why = (reference or {}).get("error") or "the model could not be copied"
         return Tolerance("fixed", rtol=FALLBACK_RTOL[dtype], atol=RUNTIME_ATOL,

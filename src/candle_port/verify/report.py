@@ -53,7 +53,7 @@ class VerifyReport:
     def changes_by_design(self) -> bool:
         """A numerics-changing strategy that rewrote something, judged without a user tolerance."""
         return (self.strategy not in EXACT_STRATEGIES and bool(self.rewrite.get("changed"))
-                and self.tolerance.note != "given with --rtol/--atol")
+                and not self.tolerance.given)
 
     @property
     def differing(self) -> list[Any]:

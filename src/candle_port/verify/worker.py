@@ -214,6 +214,8 @@ def _noise_reference(pristine: Any, inputs: list, weights: dict, job: dict) -> d
     float32: the original run in float64 (the rewrite and the original are each measured against
     it). float64, or a model that does not run in float64: the original run again with inputs and
     parameters perturbed by the unit roundoff of the least precise dtype its forward computes in."""
+    import copy
+
     import torch
 
     if pristine is None:
@@ -233,7 +235,7 @@ def _noise_reference(pristine: Any, inputs: list, weights: dict, job: dict) -> d
     else:
         failed = ""
     try:
-        lowest = _lowest_float_dtype(copy_of(pristine), inputs)
+        lowest = _lowest_float_dtype(copy.deepcopy(pristine), inputs)
         eps = torch.finfo(lowest).eps / 2
         gen = torch.Generator().manual_seed(job["seed"] + 11)
         with torch.no_grad():
@@ -244,12 +246,6 @@ def _noise_reference(pristine: Any, inputs: list, weights: dict, job: dict) -> d
         return {"method": "none", "error": f"{type(exc).__name__}: {exc}"[:200]}
     return {"method": "perturbed", "eps": eps, "lowest_dtype": str(lowest).replace("torch.", ""),
             "float64_error": failed, "outputs": run[0], "input_grads": run[1], "param_grads": run[2]}
-
-
-def copy_of(model: Any) -> Any:
-    import copy
-
-    return copy.deepcopy(model)
 
 
 def run(job: dict) -> None:
