@@ -9,7 +9,8 @@ torch = pytest.importorskip("torch")
 import torch.nn as nn  # noqa: E402
 import torch.nn.functional as F  # noqa: E402
 
-from candle_port.verify.compare import compare_results, compare_tensor  # noqa: E402
+from candle_port.verify.compare import Tolerance, choose_tolerance, compare_results, compare_tensor  # noqa: E402
+from candle_port.verify.lines import line_map, map_location  # noqa: E402
 from candle_port.verify.trace import trace_model, trace_with_make_fx  # noqa: E402
 
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "verify"
@@ -104,13 +105,125 @@ def test_conditions_and_grad_paths():
     assert "kernel" in by_name["max_pool2d"].reason
 
 
+FIXED = Tolerance("fixed", rtol=1e-5, atol=0.0)
+
+
 def test_compare_floors_analytically_zero_gradients():
     ref = torch.tensor([1e-7, -1e-7])
     new = torch.tensor([3e-7, 0.0])
-    row = compare_tensor("param grad", "bias", ref, new, rtol=1e-5, atol=0.0, floor=1.0)
+    row = compare_tensor("param grad", "bias", ref, new, FIXED, floor=1.0)
     assert row.ok and row.rel_to_scale == pytest.approx(2e-7) and row.max_rel == pytest.approx(2.0)
-    assert "judged against" in row.note
-    assert not compare_tensor("param grad", "bias", ref, new, rtol=1e-5, atol=0.0).ok
+    assert not compare_tensor("param grad", "bias", ref, new, FIXED).ok
+
+
+FLOAT64_REF = Tolerance("reference", factor=50.0, floor=2.0 ** -24, method="float64")
+PERTURBED_REF = Tolerance("reference", factor=50.0, floor=2.0 ** -53, method="perturbed")
+
+
+@pytest.mark.parametrize(
+    "tol, original, rewritten, reference, ok",
+    [
+        # float64 reference: each float32 run is measured against it; the rewrite may be 50x as far.
+        pytest.param(FLOAT64_REF, [1.0, 2.0], [1.0 + 1e-5, 2.0], [1.0 + 1e-6, 2.0], True, id="f64-ref-rounding-passes"),
+        pytest.param(FLOAT64_REF, [1.0, 2.0], [1.0 + 1e-3, 2.0], [1.0 + 1e-6, 2.0], False, id="f64-ref-wrong-fails"),
+        # An exactly computed original: the floor is the unit roundoff (50 * 6e-8 = 3e-6 of the scale).
+        pytest.param(FLOAT64_REF, [1.0, 2.0], [1.0 + 4e-6, 2.0], [1.0, 2.0], True, id="f64-ref-floor-passes"),
+        pytest.param(FLOAT64_REF, [1.0, 2.0], [1.0 + 1e-5, 2.0], [1.0, 2.0], False, id="f64-ref-floor-fails"),
+        # perturbed reference: the rewrite is measured against the original itself.
+        pytest.param(PERTURBED_REF, [1.0, 2.0], [1.0 + 4e-7, 2.0], [1.0 + 1e-8, 2.0], True, id="perturbed-passes"),
+        pytest.param(PERTURBED_REF, [1.0, 2.0], [1.0 + 4e-6, 2.0], [1.0 + 1e-8, 2.0], False, id="perturbed-fails"),
+    ],
+)
+def test_reference_tolerance(tol, original, rewritten, reference, ok):
+    f64 = torch.float64
+    row = compare_tensor("output", "output", torch.tensor(original, dtype=f64), torch.tensor(rewritten, dtype=f64),
+                         tol, noise_ref=torch.tensor(reference, dtype=f64))
+    assert row.ok is ok
+    assert row.allowed == pytest.approx(50.0 * max(row.own_noise, tol.floor))
+    assert row.ratio == pytest.approx(row.rewrite_dist / max(row.own_noise, tol.floor))
+
+
+def test_tolerance_choice():
+    assert choose_tolerance("float32", {"method": "float64", "eps": 1e-16}, None, None).mode == "reference"
+    fixed = choose_tolerance("float32", {"method": "float64"}, 1e-4, None)
+    assert (fixed.mode, fixed.rtol, fixed.atol) == ("fixed", 1e-4, 0.0)
+    fallback = choose_tolerance("float64", None, None, None)
+    assert (fallback.mode, fallback.rtol) == ("fixed", 1e-10) and "no reference" in fallback.note
+
+
+@pytest.mark.parametrize(
+    "original, rewritten, expected",
+    [
+        pytest.param("a\nb\nc\n", "import x\na\nb\nc\n", [0, 0, 1, 2], id="import-line-added"),
+        pytest.param("a\nf(x)\nc\n", "a\ng(\n    x)\nc\n", [0, 1, 1, 2], id="call-split-over-lines"),
+        pytest.param("a\nb\n", "a\nb\n", [0, 1], id="unchanged"),
+    ],
+)
+def test_line_map(original, rewritten, expected):
+    assert line_map(original.splitlines(), rewritten.splitlines()) == expected
+
+
+def test_map_location_points_into_the_users_tree(tmp_path):
+    (tmp_path / "orig").mkdir()
+    (tmp_path / "copy").mkdir()
+    (tmp_path / "orig" / "m.py").write_text("a\nb\nc\n")
+    (tmp_path / "copy" / "m.py").write_text("import x\na\nb\nc\n")
+    assert map_location(f"{tmp_path}/copy/m.py:4", tmp_path / "copy", tmp_path / "orig") == f"{tmp_path}/orig/m.py:3"
+    assert map_location("/elsewhere/n.py:4", tmp_path / "copy", tmp_path / "orig") == "/elsewhere/n.py:4"
+
+
+class MaxPool(nn.Module):
+    def __init__(self, k):
+        super().__init__()
+        self.conv = nn.Conv2d(3, 3, 1)
+        self.pool = nn.MaxPool2d(k)
+
+    def forward(self, x):
+        return self.pool(self.conv(x))
+
+
+class NearestShared(nn.Module):
+    def __init__(self, shared):
+        super().__init__()
+        self.conv = nn.Conv2d(3, 3, 1)
+        self.shared = shared
+
+    def forward(self, x):
+        y = self.conv(x)
+        up = F.interpolate(y, scale_factor=2, mode="nearest")
+        return (up, y) if self.shared else up
+
+
+class ScatterInto(nn.Module):
+    def __init__(self, destination_needs_grad):
+        super().__init__()
+        self.conv = nn.Conv2d(3, 3, 1)
+        self.destination_needs_grad = destination_needs_grad
+
+    def forward(self, x):
+        y = self.conv(x).flatten(1)
+        dest = y * 2 if self.destination_needs_grad else torch.zeros_like(y)
+        return dest.scatter_add(1, torch.zeros_like(y, dtype=torch.long), y)
+
+
+@pytest.mark.parametrize(
+    "model, wrong",
+    [
+        pytest.param(MaxPool(2), ["max_pool2d"], id="max-pool-kernel-eq-stride-quarter-gradient"),
+        pytest.param(MaxPool(1), [], id="max-pool-kernel-1-exact"),
+        pytest.param(NearestShared(True), ["upsample_nearest2d"], id="nearest-input-with-another-consumer"),
+        pytest.param(NearestShared(False), [], id="nearest-only-consumer"),
+        pytest.param(ScatterInto(True), ["scatter_add"], id="scatter-add-into-grad-tensor"),
+        pytest.param(ScatterInto(False), [], id="scatter-add-into-constant"),
+    ],
+)
+def test_wrong_candle_gradients_are_found(model, wrong):
+    report = trace_model(model, [torch.randn(1, 3, 4, 4)])
+    assert sorted({r.name for r in report.wrong}) == wrong
+    assert report.lacking == []
+    for record in report.wrong:
+        assert record.wrong and record.where.endswith(tuple(f":{n}" for n in range(1, 10000)))
+        assert "test_verify_trace.py" in record.where
 
 
 def test_compare_reports_missing_gradients_and_new_parameters():
@@ -118,6 +231,6 @@ def test_compare_reports_missing_gradients_and_new_parameters():
                 "param_grads": {"w": torch.ones(2), "gone": torch.ones(1)}}
     rewritten = {"outputs": {"output": torch.ones(2)}, "input_grads": {"input[0].grad": torch.ones(2)},
                  "param_grads": {"w": None, "up.weight": torch.ones(3)}}
-    rows = {r.name: r for r in compare_results(original, rewritten, 1e-5, 0.0, ["up.weight"])}
+    rows = {r.name: r for r in compare_results(original, rewritten, FIXED, ["up.weight"])}
     assert rows["output"].ok and rows["w"].ok is False and rows["gone"].ok is False
     assert rows["up.weight"].kind == "new param" and rows["up.weight"].ok is None

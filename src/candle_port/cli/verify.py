@@ -19,7 +19,8 @@ from candle_port.cli import common
 
 MODEL_PANEL = "Model"
 CHECK_PANEL = "Check"
-EXIT_PASS, EXIT_FAIL, EXIT_ERROR = 0, 1, 2
+# The verify verdicts' exit codes (candle_port.verify.report, README "Verdict and exit codes").
+EXIT_PASS, EXIT_FAIL, EXIT_ERROR, EXIT_CHANGED, EXIT_UNCHECKED = 0, 1, 2, 3, 4
 
 
 class Strategy(str, enum.Enum):
@@ -64,8 +65,12 @@ def verify_command(
     source_root: Annotated[Optional[str], typer.Option("--source-root", help="The file or package to rewrite (default: the model's own file). Use the package directory when the model's code spans files.", rich_help_panel=MODEL_PANEL)] = None,
     eval_mode: Annotated[bool, typer.Option("--eval", help="Run the models in eval() mode (default: train(), as for training in candle).", rich_help_panel=MODEL_PANEL)] = False,
     seed: Annotated[int, typer.Option("--seed", help="Seed for initialisation, inputs and the loss weights.", rich_help_panel=CHECK_PANEL)] = 0,
-    rtol: Annotated[Optional[float], typer.Option("--rtol", help="Relative tolerance (default: 1e-5 in float32, 1e-10 in float64 for the runtime strategy; other strategies only report differences unless given).", rich_help_panel=CHECK_PANEL)] = None,
-    atol: Annotated[Optional[float], typer.Option("--atol", help="Absolute tolerance added to rtol * max|original| (default 0).", rich_help_panel=CHECK_PANEL)] = None,
+    rtol: Annotated[Optional[float], typer.Option("--rtol", help="Fixed relative tolerance, replacing the one measured from the original's own rounding (then nearest/convtranspose are judged too).", rich_help_panel=CHECK_PANEL)] = None,
+    atol: Annotated[Optional[float], typer.Option("--atol", help="Fixed absolute tolerance added to rtol * scale (default 0 when --rtol is given).", rich_help_panel=CHECK_PANEL)] = None,
+    noise_factor: Annotated[float, typer.Option("--noise-factor", min=1.0, help="How many times the original model's own rounding the rewrite may differ by.", rich_help_panel=CHECK_PANEL)] = 50.0,
+    no_trace: Annotated[bool, typer.Option("--no-trace", help="Skip tracing the graphs against candle's op table (verdict at best UNCHECKED).", rich_help_panel=CHECK_PANEL)] = False,
+    allow_wrong_gradients: Annotated[bool, typer.Option("--allow-wrong-gradients", help="Do not fail on ops whose candle backward runs but gives a wrong gradient (max_pool2d, ...); they stay listed.", rich_help_panel=CHECK_PANEL)] = False,
+    show_refusals: Annotated[bool, typer.Option("--show-refusals", help="List every site port-fix refused (default: counts per reason).", rich_help_panel=common.OUTPUT)] = False,
     gradcheck: Annotated[bool, typer.Option("--gradcheck", help="Also run torch.autograd.gradcheck on the rewritten model in float64 on a tiny input.", rich_help_panel=CHECK_PANEL)] = False,
     threads: Annotated[int, typer.Option("--threads", min=1, help="torch threads per worker process (two workers run at once).", rich_help_panel=CHECK_PANEL)] = 1,
     output_format: Annotated[VerifyFormat, typer.Option("--output-format", help="text (tables) or json (for CI).", case_sensitive=False, rich_help_panel=common.OUTPUT)] = VerifyFormat.text,
@@ -74,7 +79,9 @@ def verify_command(
     """Check that the rewritten model computes the same outputs and gradients as the original, and
     that nothing left in its traced graph lacks a backward in candle.
 
-    Exit codes: 0 pass; 1 mismatch, or ops without candle backward remain; 2 error (bad MODEL, import failure, shape mismatch).
+    Exit codes: 0 PASS; 1 FAIL (numbers differ beyond tolerance, or ops without a correct candle
+    backward remain); 2 error (bad MODEL, import failure, shape mismatch); 3 CHANGED (a strategy that
+    changes the numbers by design); 4 UNCHECKED (not traced, or no gradient flowed).
     """
     try:
         shapes = [parse_shape(s) for s in input_shape]
@@ -93,7 +100,8 @@ def verify_command(
     options = VerifyOptions(
         model=model, input_shapes=shapes, strategy=strategy.value, init_kwargs=kwargs, dtype=dtype.value,
         source_root=source_root, seed=seed, rtol=rtol, atol=atol, gradcheck=gradcheck,
-        train=not eval_mode, threads=threads,
+        train=not eval_mode, threads=threads, noise_factor=noise_factor, trace=not no_trace,
+        allow_wrong_gradients=allow_wrong_gradients,
     )
     try:
         report = run_verify(options)
@@ -106,5 +114,5 @@ def verify_command(
 
         # Tables need room: when stdout is not a terminal, do not squeeze them into 80 columns.
         console = Console(highlight=False, width=None if sys.stdout.isatty() else 160)
-        report.render(console)
+        report.render(console, show_refusals)
     raise typer.Exit(report.exit_code)

@@ -36,6 +36,7 @@ class OpRecord:
     reason: str = ""
     warning: str = ""
     where: str = ""
+    wrong: str = ""  # candle trains this call, but its gradient is silently wrong: why
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -52,27 +53,34 @@ class GraphReport:
         """Ops on a gradient path that candle cannot differentiate."""
         return [r for r in self.ops if r.on_grad_path and not r.ok]
 
+    @property
+    def wrong(self) -> list[OpRecord]:
+        """Ops on a gradient path whose candle backward runs but gives a wrong gradient."""
+        return [r for r in self.ops if r.on_grad_path and r.ok and r.wrong]
+
     def summary(self) -> list[dict[str, Any]]:
         """One row per (op, class, outcome), with counts, lacking ones first."""
         rows: dict[tuple, dict[str, Any]] = {}
         for r in self.ops:
-            key = (r.name, r.cls, r.ok or not r.on_grad_path, r.reason, r.on_grad_path)
+            key = (r.name, r.cls, r.ok or not r.on_grad_path, r.reason, r.on_grad_path, r.wrong)
             row = rows.get(key)
             if row is None:
                 row = rows[key] = {
                     "name": r.name, "class": r.cls, "count": 0, "on_grad_path": r.on_grad_path,
-                    "ok": r.ok or not r.on_grad_path, "reason": r.reason, "warning": r.warning, "where": [],
+                    "ok": r.ok or not r.on_grad_path, "reason": r.reason, "warning": r.warning,
+                    "wrong": r.wrong if r.on_grad_path else "", "where": [],
                 }
             row["count"] += 1
             if r.where and r.where not in row["where"] and len(row["where"]) < 3:
                 row["where"].append(r.where)
-        return sorted(rows.values(), key=lambda row: (row["ok"], not row["on_grad_path"], row["name"]))
+        return sorted(rows.values(), key=lambda row: (row["ok"], not row["wrong"], not row["on_grad_path"], row["name"]))
 
     def to_json(self) -> dict[str, Any]:
         return {
             "tracer": self.tracer,
             "fallback_reason": self.fallback_reason,
             "lacking": [r.to_json() for r in self.lacking],
+            "wrong": [r.to_json() for r in self.wrong],
             "summary": self.summary(),
         }
 
@@ -180,6 +188,8 @@ def classify_node(node: Any, on_grad_path: bool) -> OpRecord | None:
         record.ok = outcome.ok
         record.reason = outcome.reason
         record.warning = outcome.warning or (entry.warning if outcome.ok else "")
+        if outcome.ok and outcome.wrong:
+            record.wrong = record.warning
     elif entry.cls == NOT_IN_TABLE:
         record.ok = False
         record.reason = "not in the candle op table: check by hand"
@@ -187,8 +197,28 @@ def classify_node(node: Any, on_grad_path: bool) -> OpRecord | None:
         record.ok = False
         record.reason = entry.note
     if not on_grad_path:
-        record.warning = ""
+        record.warning = record.wrong = ""
     return record
+
+
+def _grad_users(node: Any, marked: set[str]) -> list[Any]:
+    """The consumers that send a gradient back to ``node``: ops on a gradient path, and the output."""
+    return [u for u in node.users if u.name in marked or u.op == "output"]
+
+
+def wrong_in_context(node: Any, record: OpRecord, marked: set[str]) -> str:
+    """The wrong-gradient cases that depend on the rest of the graph (optable ``wrong_gradient``)."""
+    when = lookup(record.name).wrong_gradient
+    first = node.args[0] if node.args else None
+    if when == "destination" and getattr(first, "name", None) in marked:
+        return record.warning or "candle's gradient for the scattered-into tensor is wrong"
+    if when == "shared_input" and getattr(first, "name", None) in marked:
+        others = [u for u in _grad_users(first, marked) if u is not node]
+        if others:
+            return ("candle's nearest backward overwrites the gradient its input gets from its other "
+                    f"consumer(s) ({', '.join(u.name for u in others[:3])}) instead of adding to it "
+                    "(order dependent; measured: docs/candle-measured.md)")
+    return ""
 
 
 def grad_path_nodes(graph: Any, grad_sources: Iterable[str]) -> set[str]:
@@ -220,8 +250,11 @@ def classify_graph(graph: Any, grad_sources: Iterable[str], tracer: str, fallbac
         if node.op != "call_function":
             continue
         record = classify_node(node, node.name in marked)
-        if record is not None:
-            report.ops.append(record)
+        if record is None:
+            continue
+        if record.on_grad_path and record.ok and not record.wrong:
+            record.wrong = wrong_in_context(node, record, marked)
+        report.ops.append(record)
     return report
 
 

@@ -22,6 +22,7 @@ class Outcome:
     ok: bool
     reason: str = ""
     warning: str = ""
+    wrong: bool = False  # candle's backward runs but its gradient is silently wrong (warning says how)
 
 
 def _shape(value: Any) -> tuple[int, ...] | None:
@@ -139,14 +140,19 @@ def max_pool(args, out):
         return failed
     # tests/candle_native.rs: the backward's max mask compares each input with the wrong window's
     # output, so most maxima get no gradient at all.
-    return Outcome(True, warning=_uneven(kernel, inp, "candle's gradient misses most maxima (they get none)"))
+    uneven = _uneven(kernel, inp, "candle's gradient misses most maxima (they get none)")
+    window = 1
+    for k in kernel:
+        window *= k
+    return Outcome(True, warning=uneven, wrong=window > 1)
 
 
 def avg_pool(args, out):
     failed, kernel, inp = _pool_common(args, with_dilation=False)
     if failed:
         return failed
-    return Outcome(True, warning=_uneven(kernel, inp, "candle's gradient lands on the wrong rows and on the remainder"))
+    uneven = _uneven(kernel, inp, "candle's gradient lands on the wrong rows and on the remainder")
+    return Outcome(True, warning=uneven, wrong=bool(uneven))
 
 
 def scatter_add(args, out):

@@ -29,6 +29,10 @@ class OpEntry:
     condition: str | None = None
     no_grad: bool = False
     warning: str = ""
+    # When candle's backward runs but silently gives a wrong gradient: "always" (on a gradient
+    # path), "destination" (when the scattered-into tensor needs a gradient), "shared_input" (when
+    # the input has another consumer whose gradient candle overwrites).
+    wrong_gradient: str = ""
 
 
 @lru_cache(maxsize=1)
@@ -66,4 +70,5 @@ def lookup(name: str) -> OpEntry:
         entry.get("condition"),
         bool(entry.get("no_grad", False)),
         entry.get("warning", ""),
+        entry.get("wrong_gradient", ""),
     )

@@ -1,14 +1,29 @@
-"""The verdict and its two renderings: rich tables for people, JSON for CI."""
+"""The verdict and its two renderings: rich tables for people, JSON for CI.
+
+Verdicts, worst first (the exit code of the worst one that applies):
+
+- ``fail`` (1): a tensor differs beyond tolerance, an op on a gradient path of the rewritten graph
+  has no candle backward, or its candle backward gives a wrong gradient (unless
+  ``--allow-wrong-gradients``), or gradcheck failed.
+- ``unchecked`` (4): nothing failed, but a part could not be checked: the rewritten model was not
+  traced (trace failed, or ``--no-trace``), or no gradient flowed to any input or parameter.
+- ``changed`` (3): a strategy that changes the numbers by design (``nearest``, ``convtranspose``)
+  rewrote something; the differences are reported, never called a match.
+- ``pass`` (0): the numbers are equal within tolerance and every op on a gradient path has a
+  correct candle backward.
+"""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from typing import Any
 
+from .compare import EXACT_STRATEGIES, Tolerance
 from .optable import candle_pin
 
-TEXT_MAX_ROWS = 40  # above this, text shows failing rows and the largest differences only
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
+EXIT_PASS, EXIT_FAIL, EXIT_ERROR, EXIT_CHANGED, EXIT_UNCHECKED = 0, 1, 2, 3, 4
+VERDICT_EXIT = {"pass": EXIT_PASS, "fail": EXIT_FAIL, "changed": EXIT_CHANGED, "unchecked": EXIT_UNCHECKED}
 
 
 @dataclass
@@ -21,8 +36,7 @@ class VerifyReport:
     input_shapes: list[list[int]]
     source_root: str
     rewrite: dict[str, Any]
-    rtol: float | None
-    atol: float
+    tolerance: Tolerance
     new_parameters: list[str]
     dropped_state: list[str]
     rows: list[Any]
@@ -32,53 +46,110 @@ class VerifyReport:
     module_files: dict[str, str] = field(default_factory=dict)
     seconds: float = 0.0
     timings: dict[str, Any] = field(default_factory=dict)
+    trace_error: str = ""  # why the rewritten graph is missing ("--no-trace" when asked)
+    allow_wrong_gradients: bool = False
 
     @property
-    def numbers_ok(self) -> bool:
-        return all(row.ok is not False for row in self.rows)
+    def changes_by_design(self) -> bool:
+        """A numerics-changing strategy that rewrote something, judged without a user tolerance."""
+        return (self.strategy not in EXACT_STRATEGIES and bool(self.rewrite.get("changed"))
+                and not self.tolerance.given)
 
     @property
-    def graph_ok(self) -> bool:
-        return bool(self.graph_rewritten) and not self.graph_rewritten["lacking"]
+    def differing(self) -> list[Any]:
+        return [r for r in self.rows if r.ok is False]
+
+    @property
+    def wrong_gradients(self) -> list[dict[str, Any]]:
+        return list((self.graph_rewritten or {}).get("wrong", []))
 
     @property
     def failures(self) -> list[str]:
         reasons = []
-        bad = [r for r in self.rows if r.ok is False]
-        if bad:
-            reasons.append(f"{len(bad)} tensor(s) differ beyond rtol={self.rtol:g} atol={self.atol:g}")
-        if self.graph_rewritten is None:
-            reasons.append("the rewritten model was not traced")
-        elif self.graph_rewritten["lacking"]:
-            names = sorted({r["name"] for r in self.graph_rewritten["lacking"]})
+        if self.differing and not self.changes_by_design:
+            tol = self.tolerance
+            how = (f"rtol={tol.rtol:g} atol={tol.atol:g}" if tol.mode == "fixed"
+                   else f"{tol.factor:g} x the original's own rounding")
+            reasons.append(f"{len(self.differing)} tensor(s) differ beyond {how}")
+        graph = self.graph_rewritten
+        if graph is not None and graph["lacking"]:
+            names = sorted({r["name"] for r in graph["lacking"]})
             reasons.append(f"the rewritten graph still has ops without candle backward: {', '.join(names)}")
+        if self.wrong_gradients and not self.allow_wrong_gradients:
+            names = sorted({r["name"] for r in self.wrong_gradients})
+            reasons.append(f"candle would train ops of the rewritten graph with a wrong gradient: {', '.join(names)} "
+                           "(--allow-wrong-gradients accepts them)")
         if self.gradcheck is not None and not self.gradcheck["ok"]:
             reasons.append("gradcheck failed")
         return reasons
 
     @property
+    def unchecked(self) -> list[str]:
+        reasons = []
+        if self.graph_rewritten is None:
+            reasons.append("the candle op check did not run: " + (self.trace_error or "the rewritten model was not traced"))
+        grads = [r for r in self.rows if r.kind in ("input grad", "param grad")]
+        if grads and all(r.note == "no gradient in either" for r in grads):
+            reasons.append("no gradient flowed to any input or parameter: gradients were not compared")
+        return reasons
+
+    def changed_summary(self) -> str:
+        d = self.max_diffs()
+        return (f"numerics changed as expected ({self.strategy}): max rel {d['output_max_rel']:.3g} on outputs, "
+                f"{d['input_grad_max_rel']:.3g} on input grad, {d['param_grad_max_rel']:.3g} on parameter grads")
+
+    @property
+    def verdict(self) -> str:
+        if self.failures:
+            return "fail"
+        if self.unchecked:
+            return "unchecked"
+        if self.changes_by_design:
+            return "changed"
+        return "pass"
+
+    @property
     def passed(self) -> bool:
-        return not self.failures
+        return self.verdict == "pass"
 
     @property
     def exit_code(self) -> int:
-        return 0 if self.passed else 1
+        return VERDICT_EXIT[self.verdict]
 
     def max_diffs(self) -> dict[str, float]:
-        """Largest max_abs and rel_to_scale (what rtol is compared with) over outputs and gradients."""
+        """Largest max_abs and rel_to_scale per kind, plus the old output/grad pair."""
         out: dict[str, float] = {}
-        for key, kinds in (("output", ("output",)), ("grad", ("input grad", "param grad"))):
+        groups = (("output", ("output",)), ("grad", ("input grad", "param grad")),
+                  ("input_grad", ("input grad",)), ("param_grad", ("param grad",)))
+        for key, kinds in groups:
             rows = [r for r in self.rows if r.kind in kinds and r.max_abs is not None]
             out[f"{key}_max_abs"] = max((r.max_abs for r in rows), default=0.0)
             out[f"{key}_max_rel"] = max((r.rel_to_scale for r in rows), default=0.0)
+        ratios = [r.ratio for r in self.rows if r.ratio is not None]
+        out["worst_ratio"] = max(ratios, default=0.0)  # rewrite_dist / own noise: above the factor fails
+        noise = [r.own_noise for r in self.rows if r.own_noise is not None]
+        dist = [r.rewrite_dist for r in self.rows if r.rewrite_dist is not None]
+        out["own_noise_max"] = max(noise, default=0.0)
+        out["rewrite_dist_max"] = max(dist, default=0.0)
         return out
 
+    def refusal_summary(self) -> list[tuple[str, int, list[str]]]:
+        """port-fix's refusals grouped by reason: (reason, count, first locations)."""
+        groups: dict[str, list[str]] = {}
+        for note in self.rewrite.get("refused", []):
+            where, reason = split_refusal(note)
+            groups.setdefault(reason, []).append(where)
+        return sorted(((r, len(w), w[:3]) for r, w in groups.items()), key=lambda g: -g[1])
+
     def to_json(self) -> dict[str, Any]:
+        verdict = self.verdict
         return {
             "schema_version": SCHEMA_VERSION,
-            "verdict": "pass" if self.passed else "fail",
+            "verdict": verdict,
             "exit_code": self.exit_code,
             "failures": self.failures,
+            "unchecked": self.unchecked,
+            "changed": self.changed_summary() if self.changes_by_design else "",
             "model": self.model,
             "strategy": self.strategy,
             "dtype": self.dtype,
@@ -87,14 +158,17 @@ class VerifyReport:
             "input_shapes": self.input_shapes,
             "source_root": self.source_root,
             "rewrite": self.rewrite,
-            "tolerance": {"rtol": self.rtol, "atol": self.atol,
-                          "enforced": self.rtol is not None,
-                          "definition": "max|rewritten-original| <= atol + rtol * max(max|original|, G), "
-                                        "G = largest max|original| among tensors of the same kind"},
+            "refusals": [{"reason": r, "count": n, "first": w} for r, n, w in self.refusal_summary()],
+            "tolerance": dict(self.tolerance.to_json(), definition=(
+                "scale = max(max|original|, G), G = largest max|original| of the tensor's kind; reference mode: "
+                "rewrite_dist <= factor * max(own_noise, floor), both / scale (see compare.py); fixed mode: "
+                "max|rewritten-original| <= atol + rtol * scale")),
             "state_dict": {"new_parameters": self.new_parameters, "not_loaded": self.dropped_state},
             "max_diffs": self.max_diffs(),
             "comparisons": [row.to_json() for row in self.rows],
             "graphs": {"original": self.graph_original, "rewritten": self.graph_rewritten},
+            "trace_error": self.trace_error,
+            "allow_wrong_gradients": self.allow_wrong_gradients,
             "gradcheck": self.gradcheck,
             "candle": candle_pin(),
             "module_files": self.module_files,
@@ -102,7 +176,13 @@ class VerifyReport:
             "timings": self.timings,
         }
 
-    def render(self, console: Any) -> None:
+    def render(self, console: Any, show_refusals: bool = False) -> None:
         from .render_text import render_report
 
-        render_report(self, console)
+        render_report(self, console, show_refusals)
+
+
+def split_refusal(note: str) -> tuple[str, str]:
+    """``pkg/a.py:12: reason`` -> (``pkg/a.py:12``, ``reason``)."""
+    head, sep, reason = note.partition(": ")
+    return (head, reason) if sep else ("", note)

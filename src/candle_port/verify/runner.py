@@ -11,12 +11,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .compare import RUNTIME_ATOL, compare_results, default_rtol
-from .report import VerifyReport
+from .compare import NOISE_FACTOR, choose_tolerance, compare_results
+from .lines import map_graph_locations
+from .report import EXIT_ERROR, EXIT_FAIL, EXIT_PASS, VerifyReport  # noqa: F401 (re-exported)
 from .spec import SpecError, parse_model_spec, resolve_source_root
 from .workspace import RewriteFn, make_rewritten_copy, use_prepared_copy
 
-EXIT_PASS, EXIT_FAIL, EXIT_ERROR = 0, 1, 2
 WORKER_TIMEOUT_S = 1800
 GRADCHECK_MAX_SPATIAL = 8
 
@@ -34,8 +34,11 @@ class VerifyOptions:
     dtype: str = "float32"
     source_root: str | None = None
     seed: int = 0
-    rtol: float | None = None  # None: the strategy's default
+    rtol: float | None = None  # None (with atol None): the tolerance comes from the reference run
     atol: float | None = None
+    noise_factor: float = NOISE_FACTOR
+    trace: bool = True
+    allow_wrong_gradients: bool = False
     gradcheck: bool = False
     gradcheck_shapes: list[tuple[int, ...]] | None = None
     train: bool = True
@@ -110,16 +113,6 @@ def _finish(process, job: dict, label: str) -> dict:
     return torch.load(job["out"], weights_only=True)
 
 
-def _map_locations(graph: dict | None, copy: str, original: str) -> None:
-    """Show the rewritten graph's call sites as paths of the user's tree (the copy is gone)."""
-    if not graph:
-        return
-    for row in graph.get("summary", []):
-        row["where"] = [w.replace(copy, original, 1) for w in row["where"]]
-    for row in graph.get("lacking", []):
-        row["where"] = row["where"].replace(copy, original, 1)
-
-
 def run_verify(options: VerifyOptions, rewrite: RewriteFn | None = None,
                prepared_rewrite: Path | None = None) -> VerifyReport:
     """Verify one model. ``rewrite`` replaces port-fix and ``prepared_rewrite`` names a hand-made
@@ -132,10 +125,6 @@ def run_verify(options: VerifyOptions, rewrite: RewriteFn | None = None,
         raise VerifyError(str(exc)) from exc
     if not options.input_shapes:
         raise VerifyError("give at least one --input-shape")
-    rtol = options.rtol if options.rtol is not None else default_rtol(options.strategy, options.dtype)
-    atol = options.atol if options.atol is not None else RUNTIME_ATOL
-    if options.rtol is None and options.atol is not None and rtol is None:
-        rtol = 0.0
     with tempfile.TemporaryDirectory(prefix="candle-port-verify-") as tmp:
         workdir = Path(tmp)
         if prepared_rewrite is not None:
@@ -149,6 +138,7 @@ def run_verify(options: VerifyOptions, rewrite: RewriteFn | None = None,
             "module": spec.module, "attr": spec.attr, "import_root": str(spec.import_root),
             "init_kwargs": options.init_kwargs, "input_shapes": [list(s) for s in options.input_shapes],
             "dtype": options.dtype, "seed": options.seed, "train": options.train, "threads": options.threads,
+            "trace": options.trace,
         }
         reference = str(workdir / "reference.pt")
         job_a = dict(base, role="original", out=str(workdir / "original.pt"), reference_out=reference)
@@ -164,19 +154,23 @@ def run_verify(options: VerifyOptions, rewrite: RewriteFn | None = None,
             _stop(proc_b)
             raise
         result = _finish(proc_b, job_b, "rewritten")
-        _map_locations(result.get("graph"), str(rewritten.root / source.path.name), str(source.path))
+        map_graph_locations(result.get("graph"), rewritten.root / source.path.name, source.path)
     if Path(result["module_file"]).resolve() == Path(original["module_file"]).resolve():
         raise VerifyError(f"isolation failed: the rewritten worker imported the original {original['module_file']}")
     load = result.get("load", {"missing": [], "unexpected": []})
-    rows = compare_results(original, result, rtol, atol, list(load["missing"]))
+    tolerance = choose_tolerance(options.dtype, original.get("reference"), options.rtol, options.atol,
+                                 options.noise_factor)
+    rows = compare_results(original, result, tolerance, list(load["missing"]))
+    trace_error = "--no-trace" if not options.trace else result.get("trace_error", "")
     return VerifyReport(
         model=options.model, strategy=options.strategy, dtype=options.dtype, seed=options.seed,
         train=options.train, input_shapes=[list(s) for s in options.input_shapes],
-        source_root=str(source.path), rewrite=rewritten.to_json(), rtol=rtol, atol=atol,
+        source_root=str(source.path), rewrite=rewritten.to_json(), tolerance=tolerance,
         new_parameters=list(load["missing"]), dropped_state=list(load["unexpected"]),
         rows=rows, graph_original=original.get("graph"), graph_rewritten=result.get("graph"),
         gradcheck=result.get("gradcheck"),
         module_files={"original": original["module_file"], "rewritten": result["module_file"]},
         timings={"original": original.get("timings", {}), "rewritten": result.get("timings", {})},
         seconds=round(time.monotonic() - started, 1),
+        trace_error=trace_error, allow_wrong_gradients=options.allow_wrong_gradients,
     )

@@ -132,6 +132,122 @@ def _gradcheck(model: Any, job: dict) -> dict:
     return {"ok": bool(ok), "shapes": shapes, "message": message, "seconds": round(time.monotonic() - start, 2)}
 
 
+class _NoGradient(Exception):
+    """The loss does not depend on any input or parameter."""
+
+
+def _forward_backward(model: Any, inputs: list, weights: dict | None, seed: int) -> tuple:
+    """One forward and backward of ``sum(output * w)``; ``w`` is drawn here when not given."""
+    import torch
+
+    leaves = [x.detach().clone().requires_grad_(True) for x in inputs]
+    for p in model.parameters():
+        p.grad = None
+    torch.manual_seed(seed + 2)  # the same dropout masks in every run
+    try:
+        outputs = _flat_outputs(model(*leaves))
+    except WorkerError:
+        raise
+    except Exception as exc:
+        raise WorkerError("forward", f"forward failed: {type(exc).__name__}: {exc}") from exc
+    if weights is None:
+        gen = torch.Generator().manual_seed(seed + 3)
+        weights = {k: torch.randn(v.shape, dtype=v.dtype, generator=gen) for k, v in outputs.items()}
+    if {k: tuple(v.shape) for k, v in weights.items()} == {k: tuple(v.shape) for k, v in outputs.items()}:
+        loss = sum((outputs[k] * weights[k].to(outputs[k].dtype)).sum() for k in outputs)
+        try:
+            if not loss.requires_grad:  # nothing to differentiate: the verdict says UNCHECKED
+                raise _NoGradient
+            loss.backward()
+        except _NoGradient:
+            pass
+        except Exception as exc:
+            raise WorkerError("backward", f"backward failed: {type(exc).__name__}: {exc}") from exc
+    outputs = {k: v.detach() for k, v in outputs.items()}
+    input_grads = {f"input[{i}].grad": x.grad for i, x in enumerate(leaves)}
+    param_grads = {n: p.grad for n, p in model.named_parameters()}
+    return outputs, input_grads, param_grads, weights
+
+
+def _pristine_copy(model: Any) -> Any:
+    """The model before its first forward (train-mode BatchNorm updates its running stats)."""
+    import copy
+
+    try:
+        return copy.deepcopy(model)
+    except Exception:  # some modules cannot be deep-copied; the reference then is skipped
+        return None
+
+
+def _lowest_float_dtype(model: Any, inputs: list) -> Any:
+    """The least precise floating dtype any op of the forward produces (a float64 model that
+    resizes its position embedding in float32 computes at float32 precision there)."""
+    import torch
+    from torch.utils._python_dispatch import TorchDispatchMode
+    from torch.utils._pytree import tree_leaves
+
+    seen: set = set()
+
+    class _Dtypes(TorchDispatchMode):
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            out = func(*args, **(kwargs or {}))
+            for leaf in tree_leaves(out):
+                if isinstance(leaf, torch.Tensor) and leaf.is_floating_point():
+                    seen.add(leaf.dtype)
+            return out
+
+    with torch.no_grad(), _Dtypes():
+        model(*[x.detach() for x in inputs])
+    return max(seen, key=lambda d: torch.finfo(d).eps) if seen else inputs[0].dtype
+
+
+def _perturbed(tensor: Any, eps: float, gen: Any) -> Any:
+    import torch
+
+    u = torch.rand(tensor.shape, dtype=torch.float64, generator=gen) * 2 - 1
+    return (tensor.detach().to(torch.float64) * (1 + eps * u)).to(tensor.dtype)
+
+
+def _noise_reference(pristine: Any, inputs: list, weights: dict, job: dict) -> dict | None:
+    """What the original model's own rounding amounts to, for the tolerance (see compare.py).
+
+    float32: the original run in float64 (the rewrite and the original are each measured against
+    it). float64, or a model that does not run in float64: the original run again with inputs and
+    parameters perturbed by the unit roundoff of the least precise dtype its forward computes in."""
+    import copy
+
+    import torch
+
+    if pristine is None:
+        return None
+    if job["dtype"] != "float64":
+        try:
+            m = pristine.to(torch.float64)
+            run = _forward_backward(m, [x.to(torch.float64) for x in inputs],
+                                    {k: v.to(torch.float64) for k, v in weights.items()}, job["seed"])
+            return {"method": "float64", "eps": torch.finfo(torch.float64).eps / 2,
+                    "outputs": run[0], "input_grads": run[1], "param_grads": run[2]}
+        except Exception as exc:  # the model does not run in float64: measure its noise in place
+            failed = f"{type(exc).__name__}: {str(exc).strip().splitlines()[0] if str(exc).strip() else ''}"[:200]
+            pristine = pristine.to(inputs[0].dtype)
+        else:
+            failed = ""
+    else:
+        failed = ""
+    try:
+        lowest = _lowest_float_dtype(copy.deepcopy(pristine), inputs)
+        eps = torch.finfo(lowest).eps / 2
+        gen = torch.Generator().manual_seed(job["seed"] + 11)
+        with torch.no_grad():
+            for p in pristine.parameters():
+                p.copy_(_perturbed(p, eps, gen))
+        run = _forward_backward(pristine, [_perturbed(x, eps, gen) for x in inputs], weights, job["seed"])
+    except Exception as exc:
+        return {"method": "none", "error": f"{type(exc).__name__}: {exc}"[:200]}
+    return {"method": "perturbed", "eps": eps, "lowest_dtype": str(lowest).replace("torch.", ""),
+            "float64_error": failed, "outputs": run[0], "input_grads": run[1], "param_grads": run[2]}
+
+
 def run(job: dict) -> None:
     import torch
 
@@ -156,35 +272,22 @@ def run(job: dict) -> None:
         except Exception as exc:
             raise WorkerError("state_dict", f"the original's state_dict does not load: {str(exc).strip().splitlines()[0]}") from exc
         result["load"] = {"missing": list(missing), "unexpected": list(unexpected)}
-    leaves = [x.detach().clone().requires_grad_(True) for x in inputs]
-    torch.manual_seed(job["seed"] + 2)
+    pristine = _pristine_copy(model) if job["role"] == "original" else None
     t0 = time.monotonic()
-    try:
-        outputs = _flat_outputs(model(*leaves))
-    except WorkerError:
-        raise
-    except Exception as exc:
-        raise WorkerError("forward", f"forward failed: {type(exc).__name__}: {exc}") from exc
-    if job["role"] == "original":
-        gen = torch.Generator().manual_seed(job["seed"] + 3)
-        weights = {k: torch.randn(v.shape, dtype=v.dtype, generator=gen) for k, v in outputs.items()}
-    else:
-        weights = ref["loss_weights"]
+    weights = None if job["role"] == "original" else ref["loss_weights"]
+    outputs, input_grads, param_grads, weights = _forward_backward(model, inputs, weights, job["seed"])
+    if job["role"] != "original":
         theirs = {k: tuple(v.shape) for k, v in weights.items()}
         ours = {k: tuple(v.shape) for k, v in outputs.items()}
         if theirs != ours:
             raise WorkerError("shape", f"outputs differ in structure or shape: original {theirs}, rewritten {ours}")
-    loss = sum((outputs[k] * weights[k]).sum() for k in outputs)
-    try:
-        loss.backward()
-    except Exception as exc:
-        raise WorkerError("backward", f"backward failed: {type(exc).__name__}: {exc}") from exc
     timings["forward_backward"] = time.monotonic() - t0
-    result["outputs"] = {k: v.detach() for k, v in outputs.items()}
-    result["input_grads"] = {f"input[{i}].grad": x.grad for i, x in enumerate(leaves)}
-    result["param_grads"] = {n: p.grad for n, p in model.named_parameters()}
+    result["outputs"], result["input_grads"], result["param_grads"] = outputs, input_grads, param_grads
     if job["role"] == "original":
         _save({"state_dict": state, "inputs": inputs, "loss_weights": weights}, Path(job["reference_out"]))
+        t0 = time.monotonic()
+        result["reference"] = _noise_reference(pristine, inputs, weights, job)
+        timings["reference"] = time.monotonic() - t0
     if job.get("trace", True):
         from .trace import TraceError, trace_model
 
@@ -192,8 +295,8 @@ def run(job: dict) -> None:
         fresh = [x.detach().clone() for x in inputs]
         try:
             result["graph"] = trace_model(model, fresh).to_json()
-        except TraceError as exc:
-            raise WorkerError("trace", str(exc)) from exc
+        except TraceError as exc:  # the numbers are still compared; the verdict says what was not checked
+            result["trace_error"] = str(exc)
         timings["trace"] = time.monotonic() - t0
     if job.get("gradcheck_shapes"):
         result["gradcheck"] = _gradcheck(model, job)
