@@ -1,0 +1,80 @@
+//! Activations and softmax: `relu`, `gelu` (erf and tanh forms), `silu`, `sigmoid`, `tanh`,
+//! `hardtanh`, `hardswish` (`x * clamp(x + 3, 0, 6) / 6`), `hardsigmoid`, `leaky_relu`, `elu`;
+//! `_softmax`/`_log_softmax`: in native mode candle_nn's (`softmax_last_dim` on the last dim),
+//! in port mode composed as `exp(x - max) / sum`.
+
+use candle_core::{Result, Tensor};
+
+use super::norm::{log_softmax_composed, softmax_composed};
+use super::OpsMode;
+use crate::value::{dim, Args, Value};
+
+/// Maps the activations; `None` for other ops.
+pub fn run(name: &str, args: &Args, mode: OpsMode) -> Option<Result<Value>> {
+    let x = match args.tensor(0, "self") {
+        Ok(x) => x,
+        Err(e) => return known(name).then_some(Err(e)),
+    };
+    let r = match name {
+        "relu" => x.relu(),
+        "gelu" => match args.opt_str(1, "approximate") {
+            Some("tanh") => x.gelu(),
+            _ => x.gelu_erf(),
+        },
+        "silu" => x.silu(),
+        "sigmoid" => candle_nn::ops::sigmoid(&x),
+        "tanh" => x.tanh(),
+        "hardtanh" => (|| {
+            x.maximum(args.float_or(1, "min_val", -1.0)?)?
+                .minimum(args.float_or(2, "max_val", 1.0)?)
+        })(),
+        "hardsigmoid" => hard_sigmoid(&x),
+        "hardswish" => hard_sigmoid(&x).and_then(|h| x.mul(&h)),
+        "leaky_relu" => (|| {
+            let slope = args.float_or(1, "negative_slope", 0.01)?;
+            x.relu()?.sub(&x.neg()?.relu()?.affine(slope, 0.0)?)
+        })(),
+        "elu" => (|| {
+            let alpha = args.float_or(1, "alpha", 1.0)?;
+            let neg = x.minimum(0.0)?.exp()?.affine(alpha, -alpha)?;
+            x.relu()?.add(&neg)
+        })(),
+        "_softmax" | "_log_softmax" => softmax(name, &x, args, mode),
+        _ => return None,
+    };
+    Some(r.map(Value::Tensor))
+}
+
+fn known(name: &str) -> bool {
+    matches!(
+        name,
+        "relu"
+            | "gelu"
+            | "silu"
+            | "sigmoid"
+            | "tanh"
+            | "hardtanh"
+            | "hardsigmoid"
+            | "hardswish"
+            | "leaky_relu"
+            | "elu"
+            | "_softmax"
+            | "_log_softmax"
+    )
+}
+
+fn hard_sigmoid(x: &Tensor) -> Result<Tensor> {
+    x.affine(1.0 / 6.0, 0.5)?.maximum(0.0)?.minimum(1.0)
+}
+
+fn softmax(name: &str, x: &Tensor, a: &Args, mode: OpsMode) -> Result<Tensor> {
+    let d = dim(a.int_or(1, "dim", -1)?, x.rank())?;
+    let last = d + 1 == x.rank();
+    match (mode, name) {
+        (OpsMode::Native, "_softmax") if last => candle_nn::ops::softmax_last_dim(&x.contiguous()?),
+        (OpsMode::Native, "_softmax") => candle_nn::ops::softmax(x, d),
+        (OpsMode::Native, _) => candle_nn::ops::log_softmax(x, d),
+        (OpsMode::Port, "_softmax") => softmax_composed(x, d),
+        (OpsMode::Port, _) => log_softmax_composed(x, d),
+    }
+}
