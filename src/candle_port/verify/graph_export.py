@@ -6,8 +6,9 @@ this module is the Python half of that check: it traces with make_fx (the same t
 and writes a directory:
 
 - ``graph.json``: format ``candle-port-graph``, version ``GRAPH_FORMAT_VERSION`` (below).
-- ``tensors.safetensors``: ``param.<name>``, ``buffer.<name>``, ``input.<i>`` and
-  ``upstream.<i>`` (the weight of output i in the loss).
+- ``tensors.safetensors``: ``param.<name>``, ``buffer.<name>``, ``input.<i>``,
+  ``const.<node>`` (tensors the trace captured as constants) and ``upstream.<i>`` (the weight of
+  output i in the loss).
 - ``torch.safetensors``: torch's ``output.<i>`` and ``grad.<param name>`` for the same loss.
 
 The loss is ``sum_i sum(output_i * upstream_i)`` over the floating-point outputs, with
@@ -17,7 +18,7 @@ that is wrong anywhere shows (a plain ``sum`` would hide errors that cancel).
 graph.json, version 1::
 
     {"format": "candle-port-graph", "version": 1, "torch": "2.x", "dtype": "float64",
-     "placeholders": [{"node": "arg0_1", "kind": "param"|"buffer"|"input", "name": "conv.weight"}],
+     "placeholders": [{"node": "arg0_1", "kind": "param"|"buffer"|"input"|"const", "name": "conv.weight"}],
      "nodes": [{"name": "convolution", "op": "aten.convolution.default",
                 "args": [ARG...], "kwargs": {"k": ARG},
                 "outputs": [{"shape": [2, 8, 17, 17], "dtype": "float64"}],
@@ -192,6 +193,8 @@ def export_graph(model: Any, inputs: Sequence[Any], out_dir: Path, seed: int = 0
     kinds = [("param", n) for n in param_names] + [("buffer", n) for n in buffer_names]
     kinds += [("input", str(i)) for i in range(len(inputs))]
     ph_json = [{"node": node.name, "kind": kind, "name": name} for node, (kind, name) in zip(placeholders, kinds)]
+    constants = {n.name: getattr(gm, n.target) for n in gm.graph.nodes if n.op == "get_attr"}
+    ph_json += [{"node": name, "kind": "const", "name": name} for name in constants]
     output_node = next(n for n in gm.graph.nodes if n.op == "output")
     graph_outs = _flat_tensors(output_node.args[0])
     outputs = [{"node": n.name if n is not None else None, "index": i,
@@ -209,6 +212,7 @@ def export_graph(model: Any, inputs: Sequence[Any], out_dir: Path, seed: int = 0
     tensors.update({f"buffer.{k}": buffers[k].detach().contiguous() for k in buffer_names})
     tensors.update({f"input.{i}": x.detach().contiguous() for i, x in enumerate(inputs)})
     tensors.update({f"upstream.{i}": u.contiguous() for i, u in upstream.items()})
+    tensors.update({f"const.{k}": v.detach().contiguous() for k, v in constants.items()})
     save_file(tensors, str(out_dir / "tensors.safetensors"))
     save_file(reference, str(out_dir / "torch.safetensors"))
     (out_dir / "graph.json").write_text(json.dumps(graph, indent=1), encoding="utf-8")

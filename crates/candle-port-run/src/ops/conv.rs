@@ -2,14 +2,19 @@
 //! `y = conv(x, w) + b`. candle's conv takes one padding/stride/dilation for all spatial dims,
 //! so asymmetric padding is applied with `pad_with_zeros` first and asymmetric stride or dilation
 //! is reported as an error rather than approximated.
+//!
+//! candle 0.11.0's `conv1d` backward returns a wrong weight gradient when batch > 1 and
+//! channels > 1 (measured: tests/verify/test_candle_run.py, `conv1d`); port mode therefore runs a
+//! 1-D convolution as a 2-D one over `(N, C, 1, L)`, whose gradients equal torch's.
 
 use candle_core::{bail, Result, Tensor};
 
+use super::OpsMode;
 use crate::value::{usizes, Args, Value};
 
 /// Maps `convolution`; `None` for other ops.
-pub fn run(name: &str, args: &Args) -> Option<Result<Value>> {
-    (name == "convolution").then(|| convolution(args).map(Value::Tensor))
+pub fn run(name: &str, args: &Args, mode: OpsMode) -> Option<Result<Value>> {
+    (name == "convolution").then(|| convolution(args, mode).map(Value::Tensor))
 }
 
 fn same(v: &[usize], what: &str) -> Result<usize> {
@@ -20,7 +25,7 @@ fn same(v: &[usize], what: &str) -> Result<usize> {
     }
 }
 
-fn convolution(a: &Args) -> Result<Tensor> {
+fn convolution(a: &Args, mode: OpsMode) -> Result<Tensor> {
     let x = a.tensor(0, "input")?;
     let w = a.tensor(1, "weight")?;
     let b = a.opt_tensor(2, "bias")?;
@@ -44,7 +49,12 @@ fn convolution(a: &Args) -> Result<Tensor> {
         same(&dilation, "dilation")?,
     );
     let y = match (spatial, transposed) {
-        (1, false) => x.conv1d(&w, p, s, d, groups)?,
+        (1, false) if mode == OpsMode::Native => x.conv1d(&w, p, s, d, groups)?,
+        (1, false) => x
+            .pad_with_zeros(2, p, p)?
+            .unsqueeze(2)?
+            .conv2d(&w.unsqueeze(2)?, 0, s, d, groups)?
+            .squeeze(2)?,
         (2, false) => x.conv2d(&w, p, s, d, groups)?,
         (1, true) => x.conv_transpose1d(
             &w,

@@ -44,7 +44,7 @@ pub fn short_name(op: &str) -> &str {
 pub fn run(args: &Args, mode: OpsMode) -> Option<Result<Value>> {
     let op = args.node.op.as_str();
     let name = short_name(op);
-    conv::run(name, args)
+    conv::run(name, args, mode)
         .or_else(|| norm::run(name, args, mode))
         .or_else(|| linalg::run(name, args))
         .or_else(|| elementwise::run(name, op, args))

@@ -23,7 +23,7 @@ pub fn run(name: &str, args: &Args, mode: OpsMode) -> Option<Result<Value>> {
         "batch_norm" => Some(
             args.bool_or(5, "training", false)
                 .and_then(|t| batch_norm(args, t, 7))
-                .and_then(|v| first(v)),
+                .and_then(first),
         ),
         "native_layer_norm" => Some(layer_norm(args, mode)),
         "layer_norm" => Some(layer_norm_plain(args, mode)),

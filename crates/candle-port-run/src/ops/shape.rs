@@ -56,6 +56,7 @@ pub fn run(name: &str, op: &str, args: &Args) -> Option<Result<Value>> {
         "split" | "split_with_sizes" => return Some(split(op, args)),
         "constant_pad_nd" => constant_pad(args),
         "empty" => return Some(Ok(Value::Nothing)),
+        "zeros_like" | "ones_like" | "full_like" => full_like(name, args),
         _ => return None,
     };
     Some(r.map(Value::Tensor))
@@ -222,4 +223,24 @@ fn constant_pad(a: &Args) -> Result<Tensor> {
         }
     }
     Ok(y)
+}
+
+fn full_like(name: &str, a: &Args) -> Result<Tensor> {
+    let x = a.tensor(0, "self")?;
+    let value = match name {
+        "zeros_like" => 0.0,
+        "ones_like" => 1.0,
+        _ => a.float_or(1, "fill_value", 0.0)?,
+    };
+    let dtype = match a
+        .node
+        .kwargs
+        .get("dtype")
+        .and_then(|d| d.get("dtype"))
+        .and_then(|d| d.as_str())
+    {
+        Some(n) => dtype_of(n)?,
+        None => x.dtype(),
+    };
+    Tensor::full(value, x.shape(), x.device())?.to_dtype(dtype)
 }
