@@ -132,3 +132,37 @@ def test_unmapped_op_is_named_with_its_line(binary):
     failing = result["port"]["failing_ops"]
     assert failing[0]["op"] == "aten.cumsum.default" and failing[0]["status"] == "no_mapping"
     assert Path(failing[0]["location"].rsplit(":", 1)[0]).name == Path(__file__).name
+
+
+def test_port_fixed_unet_trains_in_native_candle(binary, tmp_path):
+    """port-fix's rewrite decomposes the resizes into ops candle differentiates natively."""
+    from candle_port.api import fix_source
+
+    fixed = fix_source((ROOT / "examples" / "unet.py").read_text(encoding="utf-8"), "runtime")
+    path = tmp_path / "unet_fixed.py"
+    assert fixed.fixed, "port-fix changed nothing"
+    path.write_text(fixed.text, encoding="utf-8")
+    namespace: dict = {"__name__": "unet_fixed", "__file__": str(path)}
+    exec(compile(path.read_text(encoding="utf-8"), str(path), "exec"), namespace)
+    torch.manual_seed(0)
+    model = namespace["UNet"]().double().train()
+    result = check_in_candle(model, [torch.randn(2, 3, 17, 17, dtype=torch.float64)], binary=binary)
+    for mode in ("native", "port"):
+        assert result[mode]["ok"] and result[mode]["worst_rel_to_scale"] <= 1e-9, result[mode].get("failing_ops")
+    assert "aten.upsample_bilinear2d.default" not in result["ops"]
+
+
+def test_verify_cli_candle_json(binary, monkeypatch, capsys):
+    import json
+
+    from typer.testing import CliRunner
+
+    from candle_port.cli.main import app
+
+    monkeypatch.setenv("CANDLE_PORT_RUN", str(binary))
+    out = CliRunner().invoke(app, ["verify", f"{ROOT / 'examples' / 'unet.py'}:UNet", "--input-shape", "1,3,9,9",
+                                   "--dtype", "float64", "--candle", "--output-format", "json"])
+    assert out.exit_code == 0, out.output
+    candle = json.loads(out.stdout)["candle"]
+    assert candle["ok"] and not candle["native"]["ok"]
+    assert candle["native"]["backward"]["message"] == "backward not supported for upsample_bilinear2d"

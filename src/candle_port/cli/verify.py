@@ -67,6 +67,7 @@ def verify_command(
     rtol: Annotated[Optional[float], typer.Option("--rtol", help="Relative tolerance (default: 1e-5 in float32, 1e-10 in float64 for the runtime strategy; other strategies only report differences unless given).", rich_help_panel=CHECK_PANEL)] = None,
     atol: Annotated[Optional[float], typer.Option("--atol", help="Absolute tolerance added to rtol * max|original| (default 0).", rich_help_panel=CHECK_PANEL)] = None,
     gradcheck: Annotated[bool, typer.Option("--gradcheck", help="Also run torch.autograd.gradcheck on the rewritten model in float64 on a tiny input.", rich_help_panel=CHECK_PANEL)] = False,
+    candle: Annotated[bool, typer.Option("--candle", help="Also run the original model's traced graph in real candle (crates/candle-port-run, built with cargo if needed): native ops and candle-port-ops twins, compared with torch.", rich_help_panel=CHECK_PANEL)] = False,
     threads: Annotated[int, typer.Option("--threads", min=1, help="torch threads per worker process (two workers run at once).", rich_help_panel=CHECK_PANEL)] = 1,
     output_format: Annotated[VerifyFormat, typer.Option("--output-format", help="text (tables) or json (for CI).", case_sensitive=False, rich_help_panel=common.OUTPUT)] = VerifyFormat.text,
     version: common.VersionOption = None,
@@ -99,12 +100,21 @@ def verify_command(
         report = run_verify(options)
     except VerifyError as exc:
         _error(str(exc))
+    candle_result = None
+    if candle:
+        from candle_port.verify.candle_check import candle_check, candle_text
+
+        candle_result = candle_check(options)
     if output_format is VerifyFormat.json:
-        print(json.dumps(report.to_json(), indent=2))
+        print(json.dumps({**report.to_json(), **({"candle": candle_result} if candle else {})}, indent=2))
     else:
         from rich.console import Console
 
         # Tables need room: when stdout is not a terminal, do not squeeze them into 80 columns.
         console = Console(highlight=False, width=None if sys.stdout.isatty() else 160)
         report.render(console)
-    raise typer.Exit(report.exit_code)
+        if candle_result is not None:
+            console.print(candle_text(candle_result), markup=False)
+    if candle_result is not None and "port" not in candle_result:
+        _error(f"--candle: {candle_result['error']}")
+    raise typer.Exit(report.exit_code or (0 if candle_result is None or candle_result["ok"] else 1))

@@ -213,6 +213,8 @@ def export_graph(model: Any, inputs: Sequence[Any], out_dir: Path, seed: int = 0
     tensors.update({f"input.{i}": x.detach().contiguous() for i, x in enumerate(inputs)})
     tensors.update({f"upstream.{i}": u.contiguous() for i, u in upstream.items()})
     tensors.update({f"const.{k}": v.detach().contiguous() for k, v in constants.items()})
+    # Tied weights and repeated constants share storage, which safetensors refuses: copy each.
+    tensors = {k: v.clone() for k, v in tensors.items()}
     save_file(tensors, str(out_dir / "tensors.safetensors"))
     save_file(reference, str(out_dir / "torch.safetensors"))
     (out_dir / "graph.json").write_text(json.dumps(graph, indent=1), encoding="utf-8")

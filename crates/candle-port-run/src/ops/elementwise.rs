@@ -33,6 +33,7 @@ pub fn run(name: &str, op: &str, args: &Args) -> Option<Result<Value>> {
                 .where_cond(&x.broadcast_as(&shape)?, &y.broadcast_as(&shape)?)
         })(),
         "eq" | "ne" | "gt" | "ge" | "lt" | "le" => compare(name, args),
+        "isnan" => args.tensor(0, "self").and_then(|x| x.ne(&x)),
         _ => return None,
     };
     Some(r.map(Value::Tensor))
@@ -50,10 +51,26 @@ fn other(a: &Args, x: &Tensor) -> Result<Tensor> {
     Tensor::new(v, x.device())?.to_dtype(x.dtype())
 }
 
+/// torch's type promotion, reduced to what candle has: a float operand wins, else int64.
+fn promote(x: Tensor, y: Tensor) -> Result<(Tensor, Tensor)> {
+    if x.dtype() == y.dtype() {
+        return Ok((x, y));
+    }
+    let target = if x.dtype().is_float() {
+        x.dtype()
+    } else if y.dtype().is_float() {
+        y.dtype()
+    } else {
+        DType::I64
+    };
+    Ok((x.to_dtype(target)?, y.to_dtype(target)?))
+}
+
 fn binary(name: &str, a: &Args) -> Result<Tensor> {
     let x = a.tensor(0, "self")?;
     let alpha = a.float_or(2, "alpha", 1.0)?;
     let y = other(a, &x)?;
+    let (x, y) = promote(x, y)?;
     let y = if alpha != 1.0 {
         y.affine(alpha, 0.0)?
     } else {

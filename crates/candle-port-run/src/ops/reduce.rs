@@ -1,5 +1,6 @@
 //! Reductions: `sum` and `mean` (all elements or over dims, `keepdim`), `amax`/`amin` (one dim at
-//! a time with candle's `max_keepdim`/`min_keepdim`), `var` (with `correction`).
+//! a time with candle's `max_keepdim`/`min_keepdim`), `var` (with `correction`), `argmax`/`argmin`
+//! (candle's first index of the extreme, as int64).
 
 use candle_core::{Result, Tensor};
 
@@ -10,6 +11,7 @@ use crate::value::{dim, Args, Value};
 pub fn run(name: &str, args: &Args, _mode: OpsMode) -> Option<Result<Value>> {
     let r = match name {
         "sum" | "mean" | "amax" | "amin" | "var" => reduce(name, args),
+        "argmax" | "argmin" => arg_extreme(name, args),
         _ => return None,
     };
     Some(r.map(Value::Tensor))
@@ -76,4 +78,24 @@ fn reduce(name: &str, a: &Args) -> Result<Tensor> {
         y = y.squeeze(d)?;
     }
     Ok(y)
+}
+
+fn arg_extreme(name: &str, a: &Args) -> Result<Tensor> {
+    let x = a.tensor(0, "self")?;
+    let keep = a.bool_or(2, "keepdim", false)?;
+    let (x, d) = match a.opt_ints(1, "dim")? {
+        Some(d) if !d.is_empty() => (x.clone(), dim(d[0], x.rank())?),
+        _ => (x.flatten_all()?, 0),
+    };
+    let y = if name == "argmax" {
+        x.argmax_keepdim(d)?
+    } else {
+        x.argmin_keepdim(d)?
+    };
+    let y = y.to_dtype(candle_core::DType::I64)?;
+    if keep {
+        Ok(y)
+    } else {
+        y.squeeze(d)
+    }
 }
