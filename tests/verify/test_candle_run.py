@@ -50,6 +50,13 @@ class Fn(nn.Module):
 
 
 X4 = (2, 3, 9, 9)
+
+
+def _zero_bn_relu() -> nn.Module:
+    """timm's zero_init_last: the BatchNorm outputs exactly 0 and the ReLU sees its kink."""
+    bn = nn.BatchNorm2d(4)
+    nn.init.zeros_(bn.weight)
+    return nn.Sequential(bn, nn.ReLU())
 # id -> (module factory, input shape, modes expected to pass)
 CASES = {
     "conv2d-stride-dilation": (lambda: Fn(lambda y: y, conv=nn.Conv2d(3, 4, 3, stride=2, padding=2, dilation=2)), X4, "both"),
@@ -70,6 +77,8 @@ CASES = {
     "gelu": (lambda: Fn(lambda y: F.gelu(y) + F.gelu(y, approximate="tanh")), X4, "port-f64"),
     # native candle_nn softmax_last_dim has no backward: the parameters get no gradient (silent cut)
     "softmax-last-dim": (lambda: Fn(lambda y: F.softmax(y, -1)), X4, "port"),
+    # native candle relu passes the gradient at exactly 0 (x >= 0 mask); torch's is 0 there
+    "relu-at-zero": (lambda: Fn(_zero_bn_relu()), X4, "port"),
     "softmax-log_softmax-dim1": (lambda: Fn(lambda y: F.softmax(y, 1) + F.log_softmax(y, 1)), X4, "both"),
     "reductions": (lambda: Fn(lambda y: y.mean((2, 3), keepdim=True) * y.sum(1, keepdim=True) + y.amax(-1, keepdim=True)), X4, "both"),
     "views": (lambda: Fn(lambda y: torch.cat([y.permute(0, 1, 3, 2).reshape(2, 4, -1), y[:, :, ::2, 1:].flatten(2)], 2)

@@ -144,8 +144,13 @@ def summary_lines(result: dict) -> list[str]:
             continue
         verdict = "PASS" if r["ok"] else "FAIL"
         lines.append(f"candle {mode}: {verdict} (worst difference {r['worst_rel_to_scale']:.2e} of scale)")
+        skipped = [op for op in r["failing_ops"] if op["status"] == "skipped"]
         for op in r["failing_ops"]:
+            if op["status"] == "skipped":
+                continue
             lines.append(f"  {op['location'] or '?'}: {op['op']}: {op['status']}: {op.get('message') or ''}")
+        if skipped:
+            lines.append(f"  {len(skipped)} later ops not run (an input failed)")
         if r["missing_gradients"]:
             lines.append(f"  no gradient for: {', '.join(r['missing_gradients'])}")
     return lines

@@ -138,8 +138,8 @@ def _node_json(node: Any) -> dict:
 
 
 def trace_for_candle(model: Any, inputs: Sequence[Any]):
-    """make_fx graph of ``forward(params, buffers, *inputs)`` with stack traces on every node."""
-    from torch.func import functional_call
+    """Functionalized make_fx graph of ``forward(params, buffers, *inputs)``, stack traces on every node."""
+    from torch.func import functional_call, functionalize
     from torch.fx.experimental.proxy_tensor import make_fx
 
     params = dict(model.named_parameters())
@@ -148,7 +148,9 @@ def trace_for_candle(model: Any, inputs: Sequence[Any]):
     def forward(params, buffers, *args):
         return functional_call(model, {**params, **buffers}, args)
 
-    gm = make_fx(forward, record_stack_traces=True)(params, buffers, *inputs)
+    # functionalize: in-place ops (relu_, x += y, BatchNorm's running-stat updates) become their
+    # pure forms, so every node is a value and a later read never sees a mutation candle lacks.
+    gm = make_fx(functionalize(forward, remove="mutations"), record_stack_traces=True)(params, buffers, *inputs)
     return gm, list(params), list(buffers)
 
 

@@ -16,7 +16,7 @@ pub fn run(name: &str, args: &Args, mode: OpsMode) -> Option<Result<Value>> {
         Err(e) => return known(name).then_some(Err(e)),
     };
     let r = match name {
-        "relu" => x.relu(),
+        "relu" => relu(&x, mode),
         "gelu" => gelu(&x, args.opt_str(1, "approximate") == Some("tanh"), mode),
         "silu" => x.silu(),
         "sigmoid" => candle_nn::ops::sigmoid(&x),
@@ -77,6 +77,16 @@ fn gelu(x: &Tensor, tanh: bool, mode: OpsMode) -> Result<Tensor> {
             let k = (2.0 / std::f64::consts::PI).sqrt();
             inner.affine(k, 0.0)?.tanh()?.affine(0.5, 0.5)?.mul(x)
         }
+    }
+}
+
+/// Native: candle's `relu`, whose backward passes the gradient at exactly 0 (mask `x >= 0`);
+/// torch's is 0 there, which matters after zero-initialised BatchNorms (timm's ResNets).
+/// Port: `x * (x > 0)`, torch's gradient.
+fn relu(x: &Tensor, mode: OpsMode) -> Result<Tensor> {
+    match mode {
+        OpsMode::Native => x.relu(),
+        OpsMode::Port => x.mul(&x.gt(0.0)?.to_dtype(x.dtype())?),
     }
 }
 

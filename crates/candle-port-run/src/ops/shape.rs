@@ -54,6 +54,7 @@ pub fn run(name: &str, op: &str, args: &Args) -> Option<Result<Value>> {
             }
         })(),
         "split" | "split_with_sizes" => return Some(split(op, args)),
+        "unbind" => return Some(unbind(args)),
         "constant_pad_nd" => constant_pad(args),
         "empty" => return Some(Ok(Value::Nothing)),
         "zeros_like" | "ones_like" | "full_like" => full_like(name, args),
@@ -243,4 +244,13 @@ fn full_like(name: &str, a: &Args) -> Result<Tensor> {
         None => x.dtype(),
     };
     Tensor::full(value, x.shape(), x.device())?.to_dtype(dtype)
+}
+
+fn unbind(a: &Args) -> Result<Value> {
+    let x = a.tensor(0, "self")?;
+    let d = dim(a.int_or(1, "dim", 0)?, x.rank())?;
+    (0..x.dims()[d])
+        .map(|i| Ok(Some(x.narrow(d, i, 1)?.squeeze(d)?)))
+        .collect::<Result<Vec<_>>>()
+        .map(Value::Tuple)
 }
