@@ -139,6 +139,7 @@ def _node_json(node: Any) -> dict:
 
 def trace_for_candle(model: Any, inputs: Sequence[Any]):
     """Functionalized make_fx graph of ``forward(params, buffers, *inputs)``, stack traces on every node."""
+    import torch
     from torch.func import functional_call, functionalize
     from torch.fx.experimental.proxy_tensor import make_fx
 
@@ -150,7 +151,13 @@ def trace_for_candle(model: Any, inputs: Sequence[Any]):
 
     # functionalize: in-place ops (relu_, x += y, BatchNorm's running-stat updates) become their
     # pure forms, so every node is a value and a later read never sees a mutation candle lacks.
-    gm = make_fx(functionalize(forward, remove="mutations"), record_stack_traces=True)(params, buffers, *inputs)
+    # Fused attention has no single candle op: decompose it into matmul/softmax like torch's own
+    # math path does.
+    from torch._decomp import get_decompositions
+
+    table = get_decompositions([torch.ops.aten._scaled_dot_product_flash_attention_for_cpu])
+    gm = make_fx(functionalize(forward, remove="mutations"), decomposition_table=table,
+                 record_stack_traces=True)(params, buffers, *inputs)
     return gm, list(params), list(buffers)
 
 

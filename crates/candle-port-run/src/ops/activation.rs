@@ -36,6 +36,8 @@ pub fn run(name: &str, args: &Args, mode: OpsMode) -> Option<Result<Value>> {
             let neg = x.minimum(0.0)?.exp()?.affine(alpha, -alpha)?;
             x.relu()?.add(&neg)
         })(),
+        // _safe_softmax differs only on rows that are all -inf (0 instead of NaN).
+        "_safe_softmax" => softmax("_softmax", &x, args, mode),
         "_softmax" | "_log_softmax" => softmax(name, &x, args, mode),
         _ => return None,
     };
