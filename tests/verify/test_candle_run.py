@@ -175,3 +175,27 @@ def test_verify_cli_candle_json(binary, monkeypatch, capsys):
     candle = json.loads(out.stdout)["candle"]
     assert candle["ok"] and not candle["native"]["ok"]
     assert candle["native"]["backward"]["message"] == "backward not supported for upsample_bilinear2d"
+
+
+POOL_FACTORY = {"max": nn.MaxPool2d, "avg": nn.AvgPool2d}  # a layer factory, as in MONAI's Pool[Pool.MAX, 2]
+
+
+class FactoryPooled(nn.Module):
+    """The pooling comes from a lookup table, so no static check sees an nn.MaxPool2d call."""
+
+    def __init__(self):
+        super().__init__()
+        self.conv = nn.Conv2d(3, 4, 3, padding=1)
+        self.pool = POOL_FACTORY["max"](kernel_size=3, stride=2, padding=1)
+
+    def forward(self, x):
+        return self.pool(self.conv(x))
+
+
+def test_factory_built_max_pool_is_found_and_fixed(binary):
+    torch.manual_seed(0)
+    result = check_in_candle(FactoryPooled().double(), [torch.randn(X4, dtype=torch.float64)], binary=binary)
+    failing = [op for op in result["native"]["failing_ops"] if op["status"] == "error"]
+    assert failing[0]["op"] == "aten.max_pool2d_with_indices.default"
+    assert failing[0]["location"].endswith(f":{FactoryPooled.forward.__code__.co_firstlineno + 1}")
+    assert result["port"]["ok"]
