@@ -72,6 +72,7 @@ def verify_command(
     allow_wrong_gradients: Annotated[bool, typer.Option("--allow-wrong-gradients", help="Do not fail on ops whose candle backward runs but gives a wrong gradient (max_pool2d, ...); they stay listed.", rich_help_panel=CHECK_PANEL)] = False,
     show_refusals: Annotated[bool, typer.Option("--show-refusals", help="List every site port-fix refused (default: counts per reason).", rich_help_panel=common.OUTPUT)] = False,
     gradcheck: Annotated[bool, typer.Option("--gradcheck", help="Also run torch.autograd.gradcheck on the rewritten model in float64 on a tiny input.", rich_help_panel=CHECK_PANEL)] = False,
+    candle: Annotated[bool, typer.Option("--candle", help="Also run the original model's traced graph in real candle (crates/candle-port-run, built with cargo if needed): native ops and candle-port-ops twins, compared with torch.", rich_help_panel=CHECK_PANEL)] = False,
     threads: Annotated[int, typer.Option("--threads", min=1, help="torch threads per worker process (two workers run at once).", rich_help_panel=CHECK_PANEL)] = 1,
     output_format: Annotated[VerifyFormat, typer.Option("--output-format", help="text (tables) or json (for CI).", case_sensitive=False, rich_help_panel=common.OUTPUT)] = VerifyFormat.text,
     version: common.VersionOption = None,
@@ -107,12 +108,22 @@ def verify_command(
         report = run_verify(options)
     except VerifyError as exc:
         _error(str(exc))
+    candle_result = None
+    if candle:
+        from candle_port.verify.candle_check import candle_check, candle_text
+
+        candle_result = candle_check(options)
     if output_format is VerifyFormat.json:
-        print(json.dumps(report.to_json(), indent=2))
+        print(json.dumps({**report.to_json(), **({"candle": candle_result} if candle else {})}, indent=2))
     else:
         from rich.console import Console
 
         # Tables need room: when stdout is not a terminal, do not squeeze them into 80 columns.
         console = Console(highlight=False, width=None if sys.stdout.isatty() else 160)
         report.render(console, show_refusals)
-    raise typer.Exit(report.exit_code)
+        if candle_result is not None:
+            console.print(candle_text(candle_result), markup=False)
+    if candle_result is not None and "port" not in candle_result:
+        _error(f"--candle: {candle_result['error']}")
+    # A port that fails in real candle is a FAIL, whatever the PyTorch-side verdict.
+    raise typer.Exit(1 if candle_result is not None and not candle_result["ok"] else report.exit_code)

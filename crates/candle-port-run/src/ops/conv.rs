@@ -1,0 +1,88 @@
+//! `aten.convolution` (1-D and 2-D, groups, stride, padding, dilation, transposed 2-D):
+//! `y = conv(x, w) + b`. candle's conv takes one padding/stride/dilation for all spatial dims,
+//! so asymmetric padding is applied with `pad_with_zeros` first and asymmetric stride or dilation
+//! is reported as an error rather than approximated.
+//!
+//! candle 0.11.0's `conv1d` backward returns a wrong weight gradient when batch > 1 and
+//! channels > 1 (measured: tests/verify/test_candle_run.py, `conv1d`); port mode therefore runs a
+//! 1-D convolution as a 2-D one over `(N, C, 1, L)`, whose gradients equal torch's.
+
+use candle_core::{bail, Result, Tensor};
+
+use super::OpsMode;
+use crate::value::{usizes, Args, Value};
+
+/// Maps `convolution`; `None` for other ops.
+pub fn run(name: &str, args: &Args, mode: OpsMode) -> Option<Result<Value>> {
+    (name == "convolution").then(|| convolution(args, mode).map(Value::Tensor))
+}
+
+fn same(v: &[usize], what: &str) -> Result<usize> {
+    match v.first() {
+        Some(&first) if v.iter().all(|&x| x == first) => Ok(first),
+        Some(_) => bail!("candle's conv takes one {what} for all dims, torch has {v:?}"),
+        None => bail!("empty {what}"),
+    }
+}
+
+fn convolution(a: &Args, mode: OpsMode) -> Result<Tensor> {
+    let x = a.tensor(0, "input")?;
+    let w = a.tensor(1, "weight")?;
+    let b = a.opt_tensor(2, "bias")?;
+    let stride = usizes(&a.ints_or(3, "stride", &[1])?)?;
+    let mut padding = usizes(&a.ints_or(4, "padding", &[0])?)?;
+    let dilation = usizes(&a.ints_or(5, "dilation", &[1])?)?;
+    let transposed = a.bool_or(6, "transposed", false)?;
+    let output_padding = usizes(&a.ints_or(7, "output_padding", &[0])?)?;
+    let groups = a.int_or(8, "groups", 1)? as usize;
+    let spatial = x.rank().saturating_sub(2);
+    let mut x = x;
+    if !transposed && padding.iter().any(|&p| p != padding[0]) {
+        for (i, &p) in padding.iter().enumerate() {
+            x = x.pad_with_zeros(2 + i, p, p)?;
+        }
+        padding = vec![0; padding.len()];
+    }
+    let (p, s, d) = (
+        same(&padding, "padding")?,
+        same(&stride, "stride")?,
+        same(&dilation, "dilation")?,
+    );
+    let y = match (spatial, transposed) {
+        (1, false) if mode == OpsMode::Native => x.conv1d(&w, p, s, d, groups)?,
+        (1, false) => x
+            .pad_with_zeros(2, p, p)?
+            .unsqueeze(2)?
+            .conv2d(&w.unsqueeze(2)?, 0, s, d, groups)?
+            .squeeze(2)?,
+        (2, false) => x.conv2d(&w, p, s, d, groups)?,
+        (1, true) => x.conv_transpose1d(
+            &w,
+            p,
+            same(&output_padding, "output_padding")?,
+            s,
+            d,
+            groups,
+        )?,
+        (2, true) if groups == 1 => {
+            x.conv_transpose2d(&w, p, same(&output_padding, "output_padding")?, s, d)?
+        }
+        (2, true) => bail!("candle's conv_transpose2d has no groups (groups={groups})"),
+        _ => bail!("candle has no {spatial}-D convolution"),
+    };
+    match b {
+        None => Ok(y),
+        Some(b) => {
+            let mut shape = vec![1, b.elem_count()];
+            shape.extend(std::iter::repeat_n(1, spatial));
+            y.broadcast_add(&b.reshape(shape)?)
+        }
+    }
+}
+
+/// `x * w` broadcast as a per-channel `(1, C, 1, ...)` tensor (shared by the norms).
+pub fn per_channel(t: &Tensor, rank: usize) -> Result<Tensor> {
+    let mut shape = vec![1, t.elem_count()];
+    shape.extend(std::iter::repeat_n(1, rank.saturating_sub(2)));
+    t.reshape(shape)
+}

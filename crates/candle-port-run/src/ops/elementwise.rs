@@ -1,0 +1,147 @@
+//! Elementwise arithmetic with torch's broadcasting: `add`/`sub` (with `alpha`), `mul`, `div`,
+//! `rsub`, tensor-or-number operands, unary math (`neg`, `exp`, `log`, `sqrt`, `rsqrt`, `abs`,
+//! `reciprocal`, `pow`, `sin`, `cos`), `clamp*`, `maximum`/`minimum`, `where` and comparisons.
+
+use candle_core::{bail, DType, Result, Tensor};
+
+use crate::value::{Args, Value};
+
+/// Maps the elementwise ops; `None` for other ops.
+pub fn run(name: &str, op: &str, args: &Args) -> Option<Result<Value>> {
+    let r = match name {
+        "add" | "add_" | "sub" | "mul" | "div" | "rsub" => binary(name, args),
+        "neg" | "exp" | "log" | "sqrt" | "rsqrt" | "abs" | "reciprocal" | "sin" | "cos"
+        | "square" => args.tensor(0, "self").and_then(|x| unary(name, &x)),
+        "pow" => pow(op, args),
+        "clamp" | "clamp_min" | "clamp_max" => clamp(name, args),
+        "maximum" | "minimum" => (|| {
+            let (x, y) = (args.tensor(0, "self")?, args.tensor(1, "other")?);
+            if name == "maximum" {
+                x.broadcast_maximum(&y)
+            } else {
+                x.broadcast_minimum(&y)
+            }
+        })(),
+        "where" => (|| {
+            let c = args.tensor(0, "condition")?;
+            let (x, y) = (args.tensor(1, "self")?, args.tensor(2, "other")?);
+            let shape = c.shape().broadcast_shape_binary_op(
+                &x.shape().broadcast_shape_binary_op(y.shape(), "where")?,
+                "where",
+            )?;
+            c.broadcast_as(&shape)?
+                .where_cond(&x.broadcast_as(&shape)?, &y.broadcast_as(&shape)?)
+        })(),
+        "eq" | "ne" | "gt" | "ge" | "lt" | "le" => compare(name, args),
+        "isnan" => args.tensor(0, "self").and_then(|x| x.ne(&x)),
+        _ => return None,
+    };
+    Some(r.map(Value::Tensor))
+}
+
+fn other(a: &Args, x: &Tensor) -> Result<Tensor> {
+    if a.is_tensor(1, "other") {
+        let y = a.tensor(1, "other")?;
+        if y.dtype() != x.dtype() && y.rank() == 0 {
+            return y.to_dtype(x.dtype());
+        }
+        return Ok(y);
+    }
+    let v = a.float_or(1, "other", 0.0)?;
+    Tensor::new(v, x.device())?.to_dtype(x.dtype())
+}
+
+/// torch's type promotion, reduced to what candle has: a float operand wins, else int64.
+fn promote(x: Tensor, y: Tensor) -> Result<(Tensor, Tensor)> {
+    if x.dtype() == y.dtype() {
+        return Ok((x, y));
+    }
+    let target = if x.dtype().is_float() {
+        x.dtype()
+    } else if y.dtype().is_float() {
+        y.dtype()
+    } else {
+        DType::I64
+    };
+    Ok((x.to_dtype(target)?, y.to_dtype(target)?))
+}
+
+fn binary(name: &str, a: &Args) -> Result<Tensor> {
+    let x = a.tensor(0, "self")?;
+    let alpha = a.float_or(2, "alpha", 1.0)?;
+    let y = other(a, &x)?;
+    let (x, y) = promote(x, y)?;
+    let y = if alpha != 1.0 {
+        y.affine(alpha, 0.0)?
+    } else {
+        y
+    };
+    match name {
+        "add" | "add_" => x.broadcast_add(&y),
+        "sub" => x.broadcast_sub(&y),
+        "rsub" => y.broadcast_sub(&x),
+        "mul" => x.broadcast_mul(&y),
+        "div" => x.broadcast_div(&y),
+        _ => bail!("not a binary op: {name}"),
+    }
+}
+
+fn unary(name: &str, x: &Tensor) -> Result<Tensor> {
+    match name {
+        "neg" => x.neg(),
+        "exp" => x.exp(),
+        "log" => x.log(),
+        "sqrt" => x.sqrt(),
+        "rsqrt" => x.sqrt()?.recip(),
+        "abs" => x.abs(),
+        "reciprocal" => x.recip(),
+        "sin" => x.sin(),
+        "cos" => x.cos(),
+        "square" => x.sqr(),
+        _ => bail!("not a unary op: {name}"),
+    }
+}
+
+fn pow(op: &str, a: &Args) -> Result<Tensor> {
+    let x = a.tensor(0, "self")?;
+    if op.ends_with("Tensor_Scalar") {
+        let e = a.float_or(1, "exponent", 1.0)?;
+        return if e == 2.0 { x.sqr() } else { x.powf(e) };
+    }
+    let e = other(a, &x)?;
+    let shape = x.shape().broadcast_shape_binary_op(e.shape(), "pow")?;
+    x.broadcast_as(&shape)?.pow(&e.broadcast_as(&shape)?)
+}
+
+fn clamp(name: &str, a: &Args) -> Result<Tensor> {
+    let x = a.tensor(0, "self")?;
+    let (lo, hi) = match name {
+        "clamp_min" => (a.opt_float(1, "min")?, None),
+        "clamp_max" => (None, a.opt_float(1, "max")?),
+        _ => (a.opt_float(1, "min")?, a.opt_float(2, "max")?),
+    };
+    let x = match lo {
+        Some(v) => x.maximum(v)?,
+        None => x,
+    };
+    match hi {
+        Some(v) => x.minimum(v),
+        None => Ok(x),
+    }
+}
+
+fn compare(name: &str, a: &Args) -> Result<Tensor> {
+    let x = a.tensor(0, "self")?;
+    let y = other(a, &x)?;
+    let shape = x.shape().broadcast_shape_binary_op(y.shape(), "compare")?;
+    let (x, y) = (x.broadcast_as(&shape)?, y.broadcast_as(&shape)?);
+    let m = match name {
+        "eq" => x.eq(&y)?,
+        "ne" => x.ne(&y)?,
+        "gt" => x.gt(&y)?,
+        "ge" => x.ge(&y)?,
+        "lt" => x.lt(&y)?,
+        _ => x.le(&y)?,
+    };
+    m.to_dtype(DType::U8)
+}

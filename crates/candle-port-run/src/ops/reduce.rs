@@ -1,0 +1,101 @@
+//! Reductions: `sum` and `mean` (all elements or over dims, `keepdim`), `amax`/`amin` (one dim at
+//! a time with candle's `max_keepdim`/`min_keepdim`), `var` (with `correction`), `argmax`/`argmin`
+//! (candle's first index of the extreme, as int64).
+
+use candle_core::{Result, Tensor};
+
+use super::OpsMode;
+use crate::value::{dim, Args, Value};
+
+/// Maps the reductions; `None` for other ops.
+pub fn run(name: &str, args: &Args, _mode: OpsMode) -> Option<Result<Value>> {
+    let r = match name {
+        "sum" | "mean" | "amax" | "amin" | "var" => reduce(name, args),
+        "argmax" | "argmin" => arg_extreme(name, args),
+        _ => return None,
+    };
+    Some(r.map(Value::Tensor))
+}
+
+fn dims_of(a: &Args, x: &Tensor) -> Result<Vec<usize>> {
+    match a.opt_ints(1, "dim")? {
+        Some(d) if !d.is_empty() => {
+            let mut v = d
+                .iter()
+                .map(|&d| dim(d, x.rank()))
+                .collect::<Result<Vec<_>>>()?;
+            v.sort_unstable();
+            v.dedup();
+            Ok(v)
+        }
+        _ => Ok((0..x.rank()).collect()),
+    }
+}
+
+fn reduce(name: &str, a: &Args) -> Result<Tensor> {
+    let x = a.tensor(0, "self")?;
+    let dims = dims_of(a, &x)?;
+    let keep = a.bool_or(2, "keepdim", false)?
+        || a.node
+            .kwargs
+            .get("keepdim")
+            .and_then(|k| k.as_bool())
+            .unwrap_or(false);
+    let y = match name {
+        "sum" => x.sum_keepdim(dims.as_slice())?,
+        "mean" => x.mean_keepdim(dims.as_slice())?,
+        "var" => {
+            let correction = a
+                .node
+                .kwargs
+                .get("correction")
+                .and_then(|c| c.as_f64())
+                .unwrap_or(1.0);
+            let n: usize = dims.iter().map(|&d| x.dims()[d]).product();
+            let centered = x.broadcast_sub(&x.mean_keepdim(dims.as_slice())?)?;
+            centered
+                .sqr()?
+                .sum_keepdim(dims.as_slice())?
+                .affine(1.0 / (n as f64 - correction), 0.0)?
+        }
+        _ => {
+            let mut y = x.clone();
+            for &d in &dims {
+                y = if name == "amax" {
+                    y.max_keepdim(d)?
+                } else {
+                    y.min_keepdim(d)?
+                };
+            }
+            y
+        }
+    };
+    if keep {
+        return Ok(y);
+    }
+    let mut y = y;
+    for &d in dims.iter().rev() {
+        y = y.squeeze(d)?;
+    }
+    Ok(y)
+}
+
+fn arg_extreme(name: &str, a: &Args) -> Result<Tensor> {
+    let x = a.tensor(0, "self")?;
+    let keep = a.bool_or(2, "keepdim", false)?;
+    let (x, d) = match a.opt_ints(1, "dim")? {
+        Some(d) if !d.is_empty() => (x.clone(), dim(d[0], x.rank())?),
+        _ => (x.flatten_all()?, 0),
+    };
+    let y = if name == "argmax" {
+        x.argmax_keepdim(d)?
+    } else {
+        x.argmin_keepdim(d)?
+    };
+    let y = y.to_dtype(candle_core::DType::I64)?;
+    if keep {
+        Ok(y)
+    } else {
+        y.squeeze(d)
+    }
+}

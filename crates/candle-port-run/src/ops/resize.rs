@@ -1,0 +1,196 @@
+//! Pooling and upsampling, each in two modes: native runs the candle op a straightforward port
+//! uses (`max_pool2d_with_stride`, `avg_pool2d_with_stride`, `upsample_bilinear2d`,
+//! `upsample_nearest2d`, a `mean` for a 1x1 adaptive pool); port runs the candle-port-ops twin,
+//! equal to torch in forward and backward. A native op that cannot express the call (padding,
+//! dilation, ceil_mode, a non-1x1 adaptive pool) is an error naming what is missing.
+
+use candle_core::{bail, Result, Tensor};
+use candle_port_ops::{Interpolate, Mode, Pool};
+
+use super::OpsMode;
+use crate::value::{usizes, Args, Value};
+
+/// Maps the pooling and upsampling ops; `None` for other ops.
+pub fn run(name: &str, op: &str, args: &Args, mode: OpsMode) -> Option<Result<Value>> {
+    let r = match name {
+        "max_pool2d_with_indices" => max_pool(args, mode, true),
+        "max_pool2d" => max_pool(args, mode, false),
+        "avg_pool2d" => avg_pool(args, mode).map(Value::Tensor),
+        "upsample_bilinear2d" | "upsample_nearest2d" => {
+            upsample(name, op, args, mode).map(Value::Tensor)
+        }
+        "_adaptive_avg_pool2d" | "adaptive_avg_pool2d" => {
+            adaptive_avg(args, mode).map(Value::Tensor)
+        }
+        _ => return None,
+    };
+    Some(r)
+}
+
+/// The native candle op without a backward that a mapping calls, for attributing a
+/// `backward not supported for X` error to its node.
+pub fn candle_op_used(name: &str, mode: OpsMode) -> Option<&'static str> {
+    match (name, mode) {
+        ("upsample_bilinear2d", OpsMode::Native) => Some("upsample_bilinear2d"),
+        ("upsample_nearest2d", OpsMode::Native) => Some("upsample_nearest2d"),
+        _ => None,
+    }
+}
+
+fn pair(v: &[i64], default: &[i64]) -> Result<Vec<usize>> {
+    let v = if v.is_empty() { default } else { v };
+    let v = usizes(v)?;
+    Ok(if v.len() == 1 { vec![v[0], v[0]] } else { v })
+}
+
+fn pool_options(a: &Args, with_dilation: bool) -> Result<Pool> {
+    let kernel = pair(&a.ints_or(1, "kernel_size", &[])?, &[1])?;
+    let stride = pair(
+        &a.ints_or(2, "stride", &[])?,
+        &kernel.iter().map(|&k| k as i64).collect::<Vec<_>>(),
+    )?;
+    let padding = pair(&a.ints_or(3, "padding", &[0])?, &[0])?;
+    let mut p = Pool::new(&kernel).stride(&stride).padding(&padding);
+    if with_dilation {
+        p = p
+            .dilation(&pair(&a.ints_or(4, "dilation", &[1])?, &[1])?)
+            .ceil_mode(a.bool_or(5, "ceil_mode", false)?);
+    } else {
+        p = p
+            .ceil_mode(a.bool_or(4, "ceil_mode", false)?)
+            .count_include_pad(a.bool_or(5, "count_include_pad", true)?);
+        if let Some(d) = a.opt_float(6, "divisor_override")? {
+            p = p.divisor_override(d as usize);
+        }
+    }
+    Ok(p)
+}
+
+/// What candle's own pooling cannot express for these options.
+fn native_pool_gap(p: &Pool, x: &Tensor) -> Option<String> {
+    let stride = p.stride.clone().unwrap_or_else(|| p.kernel_size.clone());
+    if p.padding.iter().any(|&v| v != 0) {
+        return Some(format!("padding {:?}", p.padding));
+    }
+    if p.dilation.iter().any(|&v| v != 1) {
+        return Some(format!("dilation {:?}", p.dilation));
+    }
+    if p.divisor_override.is_some() {
+        return Some("divisor_override".into());
+    }
+    let dims = x.dims();
+    let uneven = (0..2).any(|i| {
+        let n = dims[dims.len() - 2 + i];
+        n >= p.kernel_size[i] && (n - p.kernel_size[i]) % stride[i] != 0
+    });
+    (p.ceil_mode && uneven).then(|| "ceil_mode".into())
+}
+
+fn max_pool(a: &Args, mode: OpsMode, with_indices: bool) -> Result<Value> {
+    let x = a.tensor(0, "self")?;
+    let p = pool_options(a, true)?;
+    let (y, idx) = match mode {
+        OpsMode::Port => {
+            let (y, i) = candle_port_ops::max_pool2d_with_indices(&x, &p)?;
+            (y, Some(i))
+        }
+        OpsMode::Native => {
+            if let Some(gap) = native_pool_gap(&p, &x) {
+                bail!("candle's max_pool2d has no {gap}")
+            }
+            let s = p.stride.clone().unwrap_or_else(|| p.kernel_size.clone());
+            (
+                x.max_pool2d_with_stride((p.kernel_size[0], p.kernel_size[1]), (s[0], s[1]))?,
+                None,
+            )
+        }
+    };
+    Ok(if with_indices {
+        Value::Tuple(vec![Some(y), idx])
+    } else {
+        Value::Tensor(y)
+    })
+}
+
+fn avg_pool(a: &Args, mode: OpsMode) -> Result<Tensor> {
+    let x = a.tensor(0, "self")?;
+    let p = pool_options(a, false)?;
+    match mode {
+        OpsMode::Port => candle_port_ops::avg_pool2d(&x, &p),
+        OpsMode::Native => {
+            if let Some(gap) = native_pool_gap(&p, &x) {
+                bail!("candle's avg_pool2d has no {gap}")
+            }
+            let s = p.stride.clone().unwrap_or_else(|| p.kernel_size.clone());
+            x.avg_pool2d_with_stride((p.kernel_size[0], p.kernel_size[1]), (s[0], s[1]))
+        }
+    }
+}
+
+fn adaptive_avg(a: &Args, mode: OpsMode) -> Result<Tensor> {
+    let x = a.tensor(0, "self")?;
+    let size = pair(&a.ints_or(1, "output_size", &[1])?, &[1])?;
+    match mode {
+        OpsMode::Port => candle_port_ops::adaptive_avg_pool2d(&x, (size[0], size[1])),
+        OpsMode::Native if size == [1, 1] => x.mean_keepdim((2, 3)),
+        OpsMode::Native => bail!("candle has no adaptive_avg_pool2d (output {size:?})"),
+    }
+}
+
+fn upsample(name: &str, op: &str, a: &Args, mode: OpsMode) -> Result<Tensor> {
+    let x = a.tensor(0, "self")?;
+    let bilinear = name == "upsample_bilinear2d";
+    let (scales_at, align) = if bilinear {
+        (3, a.bool_or(2, "align_corners", false)?)
+    } else {
+        (2, false)
+    };
+    let size = a.opt_ints(1, "output_size")?;
+    let scales: Option<Vec<f64>> = if op.ends_with(".vec") {
+        a.get(scales_at, "scale_factors")
+            .and_then(|j| j.as_array())
+            .map(|v| v.iter().filter_map(|s| s.as_f64()).collect())
+    } else {
+        match (
+            a.opt_float(scales_at, "scales_h")?,
+            a.opt_float(scales_at + 1, "scales_w")?,
+        ) {
+            (Some(h), Some(w)) => Some(vec![h, w]),
+            _ => None,
+        }
+    };
+    let dims = x.dims();
+    let (h, w) = (dims[dims.len() - 2], dims[dims.len() - 1]);
+    let out = match (&size, &scales) {
+        (Some(s), _) if s.len() == 2 => (s[0] as usize, s[1] as usize),
+        (_, Some(s)) if s.len() == 2 => (
+            (h as f64 * s[0]).floor() as usize,
+            (w as f64 * s[1]).floor() as usize,
+        ),
+        _ => bail!("{name}: neither output_size nor scale_factors"),
+    };
+    match mode {
+        OpsMode::Native => match (bilinear, &scales) {
+            (true, Some(s)) => x.upsample_bilinear2d_with_scale(s[0], s[1], align),
+            (true, None) => x.upsample_bilinear2d(out.0, out.1, align),
+            (false, _) => x.upsample_nearest2d(out.0, out.1),
+        },
+        OpsMode::Port => {
+            let m = if bilinear {
+                Mode::Bilinear
+            } else {
+                Mode::Nearest
+            };
+            let opts = match &scales {
+                Some(s) if s.len() == 2 => Interpolate::scale(s, m),
+                _ => Interpolate::size(&[out.0, out.1], m),
+            };
+            let opts = if bilinear {
+                opts.align_corners(align)
+            } else {
+                opts
+            };
+            candle_port_ops::interpolate(&x, &opts)
+        }
+    }
+}

@@ -1,0 +1,256 @@
+//! Views and layout: `view`/`reshape` (with `-1`), `permute`, `transpose`, `expand`, `slice`
+//! (with step), `select`, `unsqueeze`, `squeeze`, `cat`, `stack`, `split`, `constant_pad_nd`,
+//! dtype conversion, and the identities (`alias`, `clone`, `contiguous`, `dropout` in eval).
+
+use candle_core::{bail, DType, Result, Tensor};
+
+use crate::value::{dim, usizes, Args, Value};
+
+/// Maps the shape ops; `None` for other ops.
+pub fn run(name: &str, op: &str, args: &Args) -> Option<Result<Value>> {
+    let r = match name {
+        "view" | "_unsafe_view" | "reshape" => reshape(args),
+        "permute" => (|| {
+            let x = args.tensor(0, "self")?;
+            let d = args
+                .ints_or(1, "dims", &[])?
+                .iter()
+                .map(|&d| dim(d, x.rank()))
+                .collect::<Result<Vec<_>>>()?;
+            x.permute(d)
+        })(),
+        "transpose" => (|| {
+            let x = args.tensor(0, "self")?;
+            x.transpose(
+                dim(args.int_or(1, "dim0", 0)?, x.rank())?,
+                dim(args.int_or(2, "dim1", 1)?, x.rank())?,
+            )
+        })(),
+        "expand" => expand(args),
+        "slice" => slice(args),
+        "select" => (|| {
+            let x = args.tensor(0, "self")?;
+            let d = dim(args.int_or(1, "dim", 0)?, x.rank())?;
+            let i = args.int_or(2, "index", 0)?;
+            let i = if i < 0 { i + x.dims()[d] as i64 } else { i };
+            x.narrow(d, i as usize, 1)?.squeeze(d)
+        })(),
+        "unsqueeze" => (|| {
+            let x = args.tensor(0, "self")?;
+            x.unsqueeze(dim(args.int_or(1, "dim", 0)?, x.rank() + 1)?)
+        })(),
+        "squeeze" => squeeze(args),
+        "alias" | "clone" | "contiguous" | "lift_fresh_copy" => args.tensor(0, "self"),
+        "detach" => args.tensor(0, "self").map(|x| x.detach()),
+        "dropout" | "native_dropout" | "feature_dropout" => dropout(name, args),
+        "_to_copy" | "to" => to_dtype(args),
+        "cat" | "stack" => (|| {
+            let xs = args.tensors(0, "tensors")?;
+            let rank = xs.first().map(|x| x.rank()).unwrap_or(1);
+            if name == "cat" {
+                Tensor::cat(&xs, dim(args.int_or(1, "dim", 0)?, rank)?)
+            } else {
+                Tensor::stack(&xs, dim(args.int_or(1, "dim", 0)?, rank + 1)?)
+            }
+        })(),
+        "split" | "split_with_sizes" => return Some(split(op, args)),
+        "unbind" => return Some(unbind(args)),
+        "constant_pad_nd" => constant_pad(args),
+        "empty" => return Some(Ok(Value::Nothing)),
+        "zeros_like" | "ones_like" | "full_like" => full_like(name, args),
+        _ => return None,
+    };
+    Some(r.map(Value::Tensor))
+}
+
+fn sizes(want: &[i64], count: usize) -> Result<Vec<usize>> {
+    let known: i64 = want.iter().filter(|&&d| d >= 0).product();
+    want.iter()
+        .map(|&d| {
+            if d < 0 {
+                Ok(count / known.max(1) as usize)
+            } else {
+                Ok(d as usize)
+            }
+        })
+        .collect()
+}
+
+fn reshape(a: &Args) -> Result<Tensor> {
+    let x = a.tensor(0, "self")?;
+    let shape = sizes(&a.ints_or(1, "size", &[])?, x.elem_count())?;
+    x.reshape(shape)
+}
+
+fn expand(a: &Args) -> Result<Tensor> {
+    let x = a.tensor(0, "self")?;
+    let want = a.ints_or(1, "size", &[])?;
+    let offset = want.len() - x.rank();
+    let shape: Vec<usize> = want
+        .iter()
+        .enumerate()
+        .map(|(i, &d)| {
+            if d < 0 {
+                x.dims()[i - offset]
+            } else {
+                d as usize
+            }
+        })
+        .collect();
+    x.broadcast_as(shape)
+}
+
+fn slice(a: &Args) -> Result<Tensor> {
+    let x = a.tensor(0, "self")?;
+    let d = dim(a.int_or(1, "dim", 0)?, x.rank())?;
+    let n = x.dims()[d] as i64;
+    let clip = |v: i64| if v < 0 { (v + n).max(0) } else { v.min(n) };
+    let start = clip(a.int_or(2, "start", 0)?);
+    let end = clip(a.int_or(3, "end", n)?).max(start);
+    let step = a.int_or(4, "step", 1)?;
+    let y = x.narrow(d, start as usize, (end - start) as usize)?;
+    if step == 1 {
+        return Ok(y);
+    }
+    let idx: Vec<u32> = (0..(end - start) as u32).step_by(step as usize).collect();
+    y.index_select(&Tensor::new(idx, x.device())?, d)
+}
+
+fn squeeze(a: &Args) -> Result<Tensor> {
+    let x = a.tensor(0, "self")?;
+    let dims = match a.opt_ints(1, "dim")? {
+        Some(d) => d
+            .iter()
+            .map(|&d| dim(d, x.rank()))
+            .collect::<Result<Vec<_>>>()?,
+        None => (0..x.rank()).filter(|&d| x.dims()[d] == 1).collect(),
+    };
+    let mut y = x;
+    for d in dims.into_iter().rev() {
+        if y.dims()[d] == 1 {
+            y = y.squeeze(d)?;
+        }
+    }
+    Ok(y)
+}
+
+fn dropout(name: &str, a: &Args) -> Result<Tensor> {
+    let x = a.tensor(0, "input")?;
+    let p = a.float_or(1, "p", 0.0)?;
+    let train = a.bool_or(2, "train", false)?;
+    if train && p > 0.0 {
+        bail!("{name} in training mode is random; verify in eval mode (--eval)")
+    }
+    Ok(x)
+}
+
+fn dtype_of(name: &str) -> Result<DType> {
+    Ok(match name {
+        "float32" => DType::F32,
+        "float64" => DType::F64,
+        "float16" => DType::F16,
+        "bfloat16" => DType::BF16,
+        "int64" => DType::I64,
+        "uint8" | "bool" => DType::U8,
+        "uint32" => DType::U32,
+        other => bail!("candle has no dtype {other}"),
+    })
+}
+
+fn to_dtype(a: &Args) -> Result<Tensor> {
+    let x = a.tensor(0, "self")?;
+    match a
+        .node
+        .kwargs
+        .get("dtype")
+        .and_then(|d| d.get("dtype"))
+        .and_then(|d| d.as_str())
+    {
+        Some(name) => x.to_dtype(dtype_of(name)?),
+        None => Ok(x),
+    }
+}
+
+fn split(op: &str, a: &Args) -> Result<Value> {
+    let x = a.tensor(0, "self")?;
+    let d = dim(a.int_or(2, "dim", 0)?, x.rank())?;
+    let n = x.dims()[d];
+    let parts = if op.contains("split_with_sizes") {
+        usizes(&a.ints_or(1, "split_sizes", &[])?)?
+    } else {
+        let size = (a.int_or(1, "split_size", n as i64)? as usize).max(1);
+        (0..n).step_by(size).map(|s| size.min(n - s)).collect()
+    };
+    let mut start = 0;
+    let mut out = Vec::with_capacity(parts.len());
+    for len in parts {
+        out.push(Some(x.narrow(d, start, len)?));
+        start += len;
+    }
+    Ok(Value::Tuple(out))
+}
+
+fn constant_pad(a: &Args) -> Result<Tensor> {
+    let x = a.tensor(0, "self")?;
+    let pad = a.ints_or(1, "pad", &[])?;
+    let value = a.float_or(2, "value", 0.0)?;
+    let mut y = x;
+    for (i, pair) in pad.chunks(2).enumerate() {
+        let d = y.rank() - 1 - i;
+        let (l, r) = (pair[0], pair.get(1).copied().unwrap_or(0));
+        if l < 0 || r < 0 {
+            let n = y.dims()[d] as i64;
+            let (s, e) = ((-l).max(0), n - (-r).max(0));
+            y = y.narrow(d, s as usize, (e - s) as usize)?;
+        }
+        let (l, r) = (l.max(0) as usize, r.max(0) as usize);
+        if value == 0.0 {
+            y = y.pad_with_zeros(d, l, r)?;
+        } else if l + r > 0 {
+            let mut parts = Vec::new();
+            let block = |k: usize| -> Result<Tensor> {
+                let mut shape = y.dims().to_vec();
+                shape[d] = k;
+                Tensor::full(value, shape, y.device())?.to_dtype(y.dtype())
+            };
+            if l > 0 {
+                parts.push(block(l)?);
+            }
+            parts.push(y.clone());
+            if r > 0 {
+                parts.push(block(r)?);
+            }
+            y = Tensor::cat(&parts, d)?;
+        }
+    }
+    Ok(y)
+}
+
+fn full_like(name: &str, a: &Args) -> Result<Tensor> {
+    let x = a.tensor(0, "self")?;
+    let value = match name {
+        "zeros_like" => 0.0,
+        "ones_like" => 1.0,
+        _ => a.float_or(1, "fill_value", 0.0)?,
+    };
+    let dtype = match a
+        .node
+        .kwargs
+        .get("dtype")
+        .and_then(|d| d.get("dtype"))
+        .and_then(|d| d.as_str())
+    {
+        Some(n) => dtype_of(n)?,
+        None => x.dtype(),
+    };
+    Tensor::full(value, x.shape(), x.device())?.to_dtype(dtype)
+}
+
+fn unbind(a: &Args) -> Result<Value> {
+    let x = a.tensor(0, "self")?;
+    let d = dim(a.int_or(1, "dim", 0)?, x.rank())?;
+    (0..x.dims()[d])
+        .map(|i| Ok(Some(x.narrow(d, i, 1)?.squeeze(d)?)))
+        .collect::<Result<Vec<_>>>()
+        .map(Value::Tuple)
+}

@@ -1,0 +1,230 @@
+"""Write a model's traced ATen graph, weights, inputs and torch's own results for candle-port-run.
+
+The candle side (crates/candle-port-run) executes the graph in real candle and differentiates it;
+this module is the Python half of that check: it traces with make_fx (the same tracing as
+``trace.py``'s fallback, with stack traces recorded so every node names the user's source line)
+and writes a directory:
+
+- ``graph.json``: format ``candle-port-graph``, version ``GRAPH_FORMAT_VERSION`` (below).
+- ``tensors.safetensors``: ``param.<name>``, ``buffer.<name>``, ``input.<i>``,
+  ``const.<node>`` (tensors the trace captured as constants) and ``upstream.<i>`` (the weight of
+  output i in the loss).
+- ``torch.safetensors``: torch's ``output.<i>`` and ``grad.<param name>`` for the same loss.
+
+The loss is ``sum_i sum(output_i * upstream_i)`` over the floating-point outputs, with
+``upstream_i`` drawn from the seed: every output element gets a distinct weight, so a gradient
+that is wrong anywhere shows (a plain ``sum`` would hide errors that cancel).
+
+graph.json, version 1::
+
+    {"format": "candle-port-graph", "version": 1, "torch": "2.x", "dtype": "float64",
+     "placeholders": [{"node": "arg0_1", "kind": "param"|"buffer"|"input"|"const", "name": "conv.weight"}],
+     "nodes": [{"name": "convolution", "op": "aten.convolution.default",
+                "args": [ARG...], "kwargs": {"k": ARG},
+                "outputs": [{"shape": [2, 8, 17, 17], "dtype": "float64"}],
+                "used": true, "location": "/path/model.py:30", "code": "d1 = self.down1(x)",
+                "stack": ["/path/model.py:30 in forward", ...]}],
+     "outputs": [{"node": "convolution_5", "index": 0, "upstream": "upstream.0"}]}
+
+An ARG is a JSON literal (int, bool, string, null), a float (``{"float": "inf"}`` for the
+non-finite ones), a list of ARGs, a tensor reference ``{"ref": "node_name"}`` or a torch enum
+``{"dtype": "float32"}`` / ``{"device": "cpu"}`` / ``{"layout": ...}`` / ``{"memory_format": ...}``.
+A node whose op returns a tuple is read through the following ``getitem`` nodes
+(``op: "getitem"``, args ``[{"ref": tuple_node}, index]``).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Sequence
+
+GRAPH_FORMAT = "candle-port-graph"
+GRAPH_FORMAT_VERSION = 1
+_FRAME = re.compile(r'File "(?P<file>[^"]+)", line (?P<line>\d+), in (?P<func>\S+)\n\s*(?P<code>[^\n]*)')
+
+
+@dataclass
+class Frame:
+    file: str
+    line: int
+    func: str
+    code: str
+
+    def where(self) -> str:
+        return f"{self.file}:{self.line}"
+
+
+def parse_stack(stack_trace: str | None) -> list[Frame]:
+    """Frames of an fx ``stack_trace``, outermost first."""
+    if not stack_trace:
+        return []
+    return [Frame(m["file"], int(m["line"]), m["func"], m["code"].strip()) for m in _FRAME.finditer(stack_trace)]
+
+
+def _is_library(path: str) -> bool:
+    import torch
+
+    root = str(Path(torch.__file__).parent)
+    return path.startswith(root) or "/candle_port/runtime/" in path
+
+
+def user_frame(frames: list[Frame]) -> Frame | None:
+    """The innermost frame in the user's code: the line to show, not torch's own module code."""
+    for frame in reversed(frames):
+        if not _is_library(frame.file):
+            return frame
+    return frames[-1] if frames else None
+
+
+def _encode(value: Any) -> Any:
+    import torch
+    import torch.fx
+
+    if isinstance(value, torch.fx.Node):
+        return {"ref": value.name}
+    if isinstance(value, bool) or value is None or isinstance(value, (int, str)):
+        return value
+    if isinstance(value, float):
+        return value if math.isfinite(value) else {"float": str(value)}
+    if isinstance(value, (list, tuple)):
+        return [_encode(v) for v in value]
+    if isinstance(value, torch.dtype):
+        return {"dtype": str(value).removeprefix("torch.")}
+    if isinstance(value, torch.device):
+        return {"device": str(value)}
+    if isinstance(value, torch.layout):
+        return {"layout": str(value).removeprefix("torch.")}
+    if isinstance(value, torch.memory_format):
+        return {"memory_format": str(value).removeprefix("torch.")}
+    return {"unsupported": type(value).__name__, "repr": repr(value)[:80]}
+
+
+def _op_name(node: Any) -> str:
+    target = node.target
+    if getattr(target, "__name__", "") == "getitem":
+        return "getitem"
+    name = str(target)
+    return name if name.startswith("aten.") else f"{getattr(target, '__module__', '')}.{getattr(target, '__name__', name)}"
+
+
+def _meta_outputs(node: Any) -> list[dict]:
+    import torch
+
+    val = node.meta.get("val")
+    vals = val if isinstance(val, (list, tuple)) else [val]
+    out = []
+    for v in vals:
+        if isinstance(v, torch.Tensor):
+            out.append({"shape": list(v.shape), "dtype": str(v.dtype).removeprefix("torch.")})
+        else:
+            out.append(None)
+    return out
+
+
+def _node_json(node: Any) -> dict:
+    frames = parse_stack(node.meta.get("stack_trace"))
+    frame = user_frame(frames)
+    return {
+        "name": node.name, "op": _op_name(node),
+        "args": [_encode(a) for a in node.args], "kwargs": {k: _encode(v) for k, v in node.kwargs.items()},
+        "outputs": _meta_outputs(node), "used": len(node.users) > 0,
+        "location": frame.where() if frame else None, "code": frame.code if frame else None,
+        "stack": [f"{f.where()} in {f.func}" for f in frames],
+    }
+
+
+def trace_for_candle(model: Any, inputs: Sequence[Any]):
+    """Functionalized make_fx graph of ``forward(params, buffers, *inputs)``, stack traces on every node."""
+    import torch
+    from torch.func import functional_call, functionalize
+    from torch.fx.experimental.proxy_tensor import make_fx
+
+    params = dict(model.named_parameters())
+    buffers = dict(model.named_buffers())
+
+    def forward(params, buffers, *args):
+        return functional_call(model, {**params, **buffers}, args)
+
+    # functionalize: in-place ops (relu_, x += y, BatchNorm's running-stat updates) become their
+    # pure forms, so every node is a value and a later read never sees a mutation candle lacks.
+    # Fused attention has no single candle op: decompose it into matmul/softmax like torch's own
+    # math path does.
+    from torch._decomp import get_decompositions
+
+    table = get_decompositions([torch.ops.aten._scaled_dot_product_flash_attention_for_cpu])
+    gm = make_fx(functionalize(forward, remove="mutations"), decomposition_table=table,
+                 record_stack_traces=True)(params, buffers, *inputs)
+    return gm, list(params), list(buffers)
+
+
+def _flat_tensors(out: Any) -> list[Any]:
+    from torch.utils._pytree import tree_flatten
+
+    return tree_flatten(out)[0]
+
+
+def export_graph(model: Any, inputs: Sequence[Any], out_dir: Path, seed: int = 0) -> dict:
+    """Trace ``model(*inputs)``, write graph.json, tensors.safetensors and torch.safetensors.
+
+    The model's state is restored after torch's own forward and after tracing (a training-mode
+    BatchNorm updates its running statistics on each run), so candle starts from the same weights.
+    Returns the graph as written.
+    """
+    import torch
+    from safetensors.torch import save_file
+
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    state = {k: v.detach().clone() for k, v in model.state_dict().items()}
+
+    model.zero_grad(set_to_none=True)
+    outs = _flat_tensors(model(*inputs))
+    gen = torch.Generator().manual_seed(seed + 3)
+    upstream = {i: torch.randn(o.shape, dtype=o.dtype, generator=gen)
+                for i, o in enumerate(outs) if isinstance(o, torch.Tensor) and o.is_floating_point()}
+    loss = sum((outs[i] * u).sum() for i, u in upstream.items())
+    loss.backward()
+    reference = {f"output.{i}": o.detach().contiguous() for i, o in enumerate(outs) if isinstance(o, torch.Tensor)}
+    for name, p in model.named_parameters():
+        if p.grad is not None:
+            reference[f"grad.{name}"] = p.grad.detach().contiguous()
+    model.zero_grad(set_to_none=True)
+    model.load_state_dict(state)
+
+    gm, param_names, buffer_names = trace_for_candle(model, [x.detach() for x in inputs])
+    model.load_state_dict(state)
+
+    placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
+    kinds = [("param", n) for n in param_names] + [("buffer", n) for n in buffer_names]
+    kinds += [("input", str(i)) for i in range(len(inputs))]
+    ph_json = [{"node": node.name, "kind": kind, "name": name} for node, (kind, name) in zip(placeholders, kinds)]
+    constants = {n.name: getattr(gm, n.target) for n in gm.graph.nodes if n.op == "get_attr"}
+    ph_json += [{"node": name, "kind": "const", "name": name} for name in constants]
+    output_node = next(n for n in gm.graph.nodes if n.op == "output")
+    graph_outs = _flat_tensors(output_node.args[0])
+    outputs = [{"node": n.name if n is not None else None, "index": i,
+                "upstream": f"upstream.{i}" if i in upstream else None} for i, n in enumerate(graph_outs)]
+    graph = {
+        "format": GRAPH_FORMAT, "version": GRAPH_FORMAT_VERSION, "torch": torch.__version__,
+        "dtype": str(next(iter(state.values())).dtype).removeprefix("torch.") if state else "float32",
+        "placeholders": ph_json,
+        "nodes": [_node_json(n) for n in gm.graph.nodes if n.op == "call_function"],
+        "outputs": outputs,
+    }
+    named = dict(model.named_parameters())
+    tensors = {f"param.{k}": named[k].detach().contiguous() for k in param_names}
+    buffers = dict(model.named_buffers())
+    tensors.update({f"buffer.{k}": buffers[k].detach().contiguous() for k in buffer_names})
+    tensors.update({f"input.{i}": x.detach().contiguous() for i, x in enumerate(inputs)})
+    tensors.update({f"upstream.{i}": u.contiguous() for i, u in upstream.items()})
+    tensors.update({f"const.{k}": v.detach().contiguous() for k, v in constants.items()})
+    # Tied weights and repeated constants share storage, which safetensors refuses: copy each.
+    tensors = {k: v.clone() for k, v in tensors.items()}
+    save_file(tensors, str(out_dir / "tensors.safetensors"))
+    save_file(reference, str(out_dir / "torch.safetensors"))
+    (out_dir / "graph.json").write_text(json.dumps(graph, indent=1), encoding="utf-8")
+    return graph

@@ -1,0 +1,201 @@
+"""Each op mapping of crates/candle-port-run against torch (outputs and parameter gradients, f32
+and f64), and the bundled U-Net: native candle fails at upsample_bilinear2d's backward, named
+with its source line; the candle-port-ops twins pass.
+
+Without cargo these skip, except where CANDLE_PORT_REQUIRE_CARGO is set (CI): there they fail.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import sys
+from pathlib import Path
+
+import pytest
+
+torch = pytest.importorskip("torch")
+from torch import nn  # noqa: E402
+import torch.nn.functional as F  # noqa: E402
+
+from candle_port.verify.candle_run import CandleRunError, check_in_candle, find_binary  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[2]
+pytestmark = pytest.mark.slow
+
+
+@pytest.fixture(scope="module")
+def binary() -> Path:
+    if not (shutil.which("cargo") or os.environ.get("CANDLE_PORT_RUN")):
+        reason = "cargo not found: the candle side needs Rust (https://rustup.rs)"
+        if os.environ.get("CANDLE_PORT_REQUIRE_CARGO"):
+            pytest.fail(f"{reason}, and CANDLE_PORT_REQUIRE_CARGO is set")
+        pytest.skip(reason)
+    try:
+        return find_binary()
+    except CandleRunError as exc:
+        pytest.fail(str(exc))
+
+
+class Fn(nn.Module):
+    """A conv (so there is a parameter gradient to compare) followed by the op under test."""
+
+    def __init__(self, op, cin=3, cout=4, conv=None):
+        super().__init__()
+        self.conv = conv or nn.Conv2d(cin, cout, 3, padding=1)
+        self.op = op
+
+    def forward(self, x):
+        return self.op(self.conv(x))
+
+
+X4 = (2, 3, 9, 9)
+
+
+def _zero_bn_relu() -> nn.Module:
+    """timm's zero_init_last: the BatchNorm outputs exactly 0 and the ReLU sees its kink."""
+    bn = nn.BatchNorm2d(4)
+    nn.init.zeros_(bn.weight)
+    return nn.Sequential(bn, nn.ReLU())
+# id -> (module factory, input shape, modes expected to pass)
+CASES = {
+    "conv2d-stride-dilation": (lambda: Fn(lambda y: y, conv=nn.Conv2d(3, 4, 3, stride=2, padding=2, dilation=2)), X4, "both"),
+    "conv2d-groups": (lambda: Fn(lambda y: y, conv=nn.Conv2d(4, 4, 3, groups=2, padding=1)), (2, 4, 7, 7), "both"),
+    "conv2d-asymmetric-padding": (lambda: Fn(lambda y: y, conv=nn.Conv2d(3, 4, (3, 1), padding=(1, 0))), X4, "both"),
+    # native: candle 0.11.0 conv1d weight gradient is wrong for batch > 1 with channels > 1
+    "conv1d": (lambda: Fn(lambda y: y, conv=nn.Conv1d(3, 4, 3, padding=1, stride=2)), (2, 3, 11), "port"),
+    "batch_norm-train": (lambda: Fn(nn.BatchNorm2d(4)), X4, "both"),
+    "group_norm": (lambda: Fn(nn.GroupNorm(2, 4)), X4, "both"),
+    # native candle_nn::ops::layer_norm: no float64 kernel; in float32 no gradient at all (silent cut)
+    "layer_norm": (lambda: Fn(nn.LayerNorm(9)), X4, "port"),
+    "linear": (lambda: Fn(nn.Linear(9, 5)), X4, "both"),
+    "matmul-bmm": (lambda: Fn(lambda y: torch.matmul(y, y.transpose(-1, -2))), X4, "both"),
+    "arith": (lambda: Fn(lambda y: (y * 2 - 1) / (y.abs() + 1) + y ** 2 - torch.exp(-y.abs())), X4, "both"),
+    "activations": (lambda: Fn(lambda y: F.silu(y) + torch.sigmoid(y) + torch.tanh(y) + F.hardswish(y)
+                               + F.leaky_relu(y, 0.1) + F.relu(y)), X4, "both"),
+    # native candle gelu/gelu_erf are float32-accurate only: 1.6e-7 off torch in float64
+    "gelu": (lambda: Fn(lambda y: F.gelu(y) + F.gelu(y, approximate="tanh")), X4, "port-f64"),
+    # native candle_nn softmax_last_dim has no backward: the parameters get no gradient (silent cut)
+    "softmax-last-dim": (lambda: Fn(lambda y: F.softmax(y, -1)), X4, "port"),
+    # native candle relu passes the gradient at exactly 0 (x >= 0 mask); torch's is 0 there
+    "relu-at-zero": (lambda: Fn(_zero_bn_relu()), X4, "port"),
+    "softmax-log_softmax-dim1": (lambda: Fn(lambda y: F.softmax(y, 1) + F.log_softmax(y, 1)), X4, "both"),
+    "reductions": (lambda: Fn(lambda y: y.mean((2, 3), keepdim=True) * y.sum(1, keepdim=True) + y.amax(-1, keepdim=True)), X4, "both"),
+    "views": (lambda: Fn(lambda y: torch.cat([y.permute(0, 1, 3, 2).reshape(2, 4, -1), y[:, :, ::2, 1:].flatten(2)], 2)
+                         .unsqueeze(1).expand(2, 3, 4, -1)), X4, "both"),
+    "pad": (lambda: Fn(lambda y: F.pad(y, (1, 2, 0, 1)) + F.pad(y, (1, 2, 0, 1), value=0.5)), X4, "both"),
+    "index": (lambda: Fn(lambda y: torch.gather(y, 3, torch.zeros_like(y, dtype=torch.long))
+                         + y.index_select(2, torch.tensor([8, 0, 3, 3, 1, 2, 4, 5, 6]))), X4, "both"),
+    "max_pool2d-k-eq-s": (lambda: Fn(nn.MaxPool2d(2)), (2, 3, 8, 8), "port"),  # native: a quarter of the gradient
+    "max_pool2d-overlapping": (lambda: Fn(nn.MaxPool2d(3, 2, padding=1)), X4, "port"),
+    "avg_pool2d": (lambda: Fn(nn.AvgPool2d(2)), (2, 3, 8, 8), "both"),
+    "avg_pool2d-padding": (lambda: Fn(nn.AvgPool2d(3, 2, padding=1)), X4, "port"),
+    "adaptive_avg_pool2d-1": (lambda: Fn(nn.AdaptiveAvgPool2d(1)), X4, "both"),
+    "upsample_bilinear2d": (lambda: Fn(nn.Upsample(scale_factor=2, mode="bilinear")), X4, "port"),
+    "upsample_bilinear2d-size-align": (lambda: Fn(lambda y: F.interpolate(y, size=(13, 5), mode="bilinear", align_corners=True)), X4, "port"),
+    "upsample_nearest2d-x2": (lambda: Fn(nn.Upsample(scale_factor=2, mode="nearest")), X4, "both"),
+    "upsample_nearest2d-size": (lambda: Fn(lambda y: F.interpolate(y, size=(13, 5))), X4, "port"),
+}
+
+
+@pytest.mark.parametrize("dtype", ["float64", "float32"])
+@pytest.mark.parametrize("case", list(CASES), ids=list(CASES))
+def test_op_mapping_equals_torch(binary, case, dtype):
+    factory, shape, passing = CASES[case]
+    torch.manual_seed(0)
+    model = factory().to(getattr(torch, dtype)).train()
+    x = torch.randn(shape, dtype=getattr(torch, dtype))
+    result = check_in_candle(model, [x], binary=binary)
+    port = result["port"]
+    assert port["ok"], (port.get("failing_ops"), [r for r in port.get("tensors", []) if r["status"] != "ok"])
+    if passing == "port-f64":
+        passing = "port" if dtype == "float64" else "both"
+    if passing == "both":
+        assert result["native"]["ok"], result["native"].get("failing_ops")
+    else:
+        assert not result["native"]["ok"], "native candle was expected to fail here (if it passes now, candle changed)"
+
+
+def test_unet_native_names_bilinear_backward_and_port_passes(binary):
+    sys.path.insert(0, str(ROOT / "examples"))
+    try:
+        from unet import UNet
+    finally:
+        sys.path.pop(0)
+    torch.manual_seed(0)
+    model = UNet().double().train()
+    result = check_in_candle(model, [torch.randn(2, 3, 17, 17, dtype=torch.float64)], binary=binary)
+    native = result["native"]
+    assert not native["ok"]
+    assert native["backward"]["message"] == "backward not supported for upsample_bilinear2d"
+    where = sorted(op["location"].rsplit("/", 1)[-1] for op in native["failing_ops"])
+    assert where == ["unet.py:33", "unet.py:35"]
+    port = result["port"]
+    assert port["ok"] and port["worst_rel_to_scale"] <= 1e-9
+    assert {r["name"] for r in port["tensors"] if r["kind"] == "grad"} == {n for n, _ in model.named_parameters()}
+
+
+def test_unmapped_op_is_named_with_its_line(binary):
+    model = Fn(lambda y: torch.cumsum(y, 2)).double()
+    result = check_in_candle(model, [torch.randn(X4, dtype=torch.float64)], binary=binary)
+    failing = result["port"]["failing_ops"]
+    assert failing[0]["op"] == "aten.cumsum.default" and failing[0]["status"] == "no_mapping"
+    assert Path(failing[0]["location"].rsplit(":", 1)[0]).name == Path(__file__).name
+
+
+def test_port_fixed_unet_trains_in_native_candle(binary, tmp_path):
+    """port-fix's rewrite decomposes the resizes into ops candle differentiates natively."""
+    from candle_port.api import fix_source
+
+    fixed = fix_source((ROOT / "examples" / "unet.py").read_text(encoding="utf-8"), "runtime")
+    path = tmp_path / "unet_fixed.py"
+    assert fixed.fixed, "port-fix changed nothing"
+    path.write_text(fixed.text, encoding="utf-8")
+    namespace: dict = {"__name__": "unet_fixed", "__file__": str(path)}
+    exec(compile(path.read_text(encoding="utf-8"), str(path), "exec"), namespace)
+    torch.manual_seed(0)
+    model = namespace["UNet"]().double().train()
+    result = check_in_candle(model, [torch.randn(2, 3, 17, 17, dtype=torch.float64)], binary=binary)
+    for mode in ("native", "port"):
+        assert result[mode]["ok"] and result[mode]["worst_rel_to_scale"] <= 1e-9, result[mode].get("failing_ops")
+    assert "aten.upsample_bilinear2d.default" not in result["ops"]
+
+
+def test_verify_cli_candle_json(binary, monkeypatch, capsys):
+    import json
+
+    from typer.testing import CliRunner
+
+    from candle_port.cli.main import app
+
+    monkeypatch.setenv("CANDLE_PORT_RUN", str(binary))
+    out = CliRunner().invoke(app, ["verify", f"{ROOT / 'examples' / 'unet.py'}:UNet", "--input-shape", "1,3,9,9",
+                                   "--dtype", "float64", "--candle", "--output-format", "json"])
+    assert out.exit_code == 0, out.output
+    candle = json.loads(out.stdout)["candle"]
+    assert candle["ok"] and not candle["native"]["ok"]
+    assert candle["native"]["backward"]["message"] == "backward not supported for upsample_bilinear2d"
+
+
+POOL_FACTORY = {"max": nn.MaxPool2d, "avg": nn.AvgPool2d}  # a layer factory, as in MONAI's Pool[Pool.MAX, 2]
+
+
+class FactoryPooled(nn.Module):
+    """The pooling comes from a lookup table, so no static check sees an nn.MaxPool2d call."""
+
+    def __init__(self):
+        super().__init__()
+        self.conv = nn.Conv2d(3, 4, 3, padding=1)
+        self.pool = POOL_FACTORY["max"](kernel_size=3, stride=2, padding=1)
+
+    def forward(self, x):
+        return self.pool(self.conv(x))
+
+
+def test_factory_built_max_pool_is_found_and_fixed(binary):
+    torch.manual_seed(0)
+    result = check_in_candle(FactoryPooled().double(), [torch.randn(X4, dtype=torch.float64)], binary=binary)
+    failing = [op for op in result["native"]["failing_ops"] if op["status"] == "error"]
+    assert failing[0]["op"] == "aten.max_pool2d_with_indices.default"
+    assert failing[0]["location"].endswith(f":{FactoryPooled.forward.__code__.co_firstlineno + 1}")
+    assert result["port"]["ok"]
