@@ -32,7 +32,7 @@ def binary() -> Path:
             pytest.fail(f"{reason}, and CANDLE_PORT_REQUIRE_CARGO is set")
         pytest.skip(reason)
     try:
-        return find_binary()
+        return find_binary(profile="dev")  # what `cargo test` built: no release build in CI
     except CandleRunError as exc:
         pytest.fail(str(exc))
 

@@ -38,8 +38,9 @@ def _workspace_root() -> Path | None:
     return None
 
 
-def find_binary(build: bool = True) -> Path:
-    """``$CANDLE_PORT_RUN``, ``candle-port-run`` on PATH, or ``cargo build --release`` here."""
+def find_binary(build: bool = True, profile: str = "release") -> Path:
+    """``$CANDLE_PORT_RUN``, ``candle-port-run`` on PATH, or ``cargo build`` here (release for
+    users; the tests use the dev profile that ``cargo test`` has already built)."""
     if os.environ.get("CANDLE_PORT_RUN"):
         return Path(os.environ["CANDLE_PORT_RUN"])
     on_path = shutil.which(BINARY)
@@ -52,9 +53,9 @@ def find_binary(build: bool = True) -> Path:
     if cargo is None:
         raise CandleRunError(f"--candle needs cargo to build {BINARY} (or set CANDLE_PORT_RUN to a built binary)")
     target = Path(os.environ.get("CARGO_TARGET_DIR", root / "target"))
-    binary = target / "release" / BINARY
+    binary = target / ("debug" if profile == "dev" else profile) / BINARY
     if build:
-        done = subprocess.run([cargo, "build", "--release", "--locked", "-p", BINARY], cwd=root,
+        done = subprocess.run([cargo, "build", "--profile", profile, "--locked", "-p", BINARY], cwd=root,
                               capture_output=True, text=True)
         if done.returncode != 0:
             tail = (done.stderr.strip().splitlines() or ["no output"])[-1]
