@@ -35,3 +35,28 @@ def test_pool_stride_1_is_cp106(source, expected):
 def test_pool_message_names_the_default_kernel():
     [finding] = check_source(SPPF)
     assert "kernel_size=k (default 5)" in finding.message and "stride=1" in finding.message
+
+
+@pytest.mark.parametrize(
+    ("source", "expected"),
+    [
+        pytest.param(NN + "m = nn.ConvTranspose2d(c, c, 4, 2, 1, groups=c)\n", [("CP108", "warning")], id="groups-variable"),
+        pytest.param(
+            "import math\n" + NN + "m = nn.ConvTranspose2d(c1, c2, 4, 2, 1, groups=math.gcd(c1, c2))\n",
+            [("CP108", "warning")],
+            id="groups-gcd",
+        ),
+        pytest.param(F + "y = F.conv_transpose2d(x, w, None, 2, 1, 0, g)\n", [("CP108", "warning")], id="functional-groups-positional"),
+        pytest.param(NN + "m = nn.ConvTranspose2d(c, c, 4, 2, 1, groups=4)\n", [("CP108", "error")], id="groups-literal-4"),
+        pytest.param(NN + "m = nn.ConvTranspose2d(c, c, 4, 2, 1)\n", [], id="groups-omitted"),
+        pytest.param(NN + "m = nn.ConvTranspose2d(c, c, 4, 2, 1, groups=1)\n", [], id="groups-literal-1"),
+        pytest.param(NN + "m = nn.ConvTranspose2d(c, c, 4, 2, 1, **kw)\n", [], id="groups-in-kwargs-not-guessed"),
+    ],
+)
+def test_conv_transpose_computed_groups_is_a_cp108_warning(source, expected):
+    assert codes_and_severities(source) == expected
+
+
+def test_conv_transpose_groups_message_says_not_known_statically():
+    [finding] = check_source(NN + "def up(c, g=2):\n    return nn.ConvTranspose2d(c, c, 4, 2, 1, groups=g)\n")
+    assert "groups not known statically" in finding.message and "default 2" in finding.message
