@@ -60,3 +60,23 @@ def test_conv_transpose_computed_groups_is_a_cp108_warning(source, expected):
 def test_conv_transpose_groups_message_says_not_known_statically():
     [finding] = check_source(NN + "def up(c, g=2):\n    return nn.ConvTranspose2d(c, c, 4, 2, 1, groups=g)\n")
     assert "groups not known statically" in finding.message and "default 2" in finding.message
+
+
+@pytest.mark.parametrize(
+    ("source", "expected"),
+    [
+        pytest.param(F + "y = F.interpolate(x, size=skip.shape[2:])\n", [("CP103", "warning")], id="fpn-size-from-skip"),
+        pytest.param(F + "y = F.interpolate(x, size=(h, w), mode='nearest')\n", [("CP103", "warning")], id="size-from-variables"),
+        pytest.param(NN + "m = nn.Upsample(size=out_hw)\n", [("CP103", "warning")], id="Upsample-size-variable"),
+        pytest.param(F + "y = F.interpolate(x, size=(8, 8))\n", [], id="literal-size"),
+        pytest.param(F + "y = F.interpolate(x, scale_factor=2)\n", [], id="integer-scale"),
+        pytest.param(F + "y = F.interpolate(x, size=skip.shape[2:], mode='bicubic')\n", [("CP104", "error")], id="not-nearest"),
+    ],
+)
+def test_nearest_resize_to_a_computed_size_is_a_cp103_warning(source, expected):
+    assert codes_and_severities(source) == expected
+
+
+def test_nearest_computed_size_message():
+    [finding] = check_source(F + "y = F.interpolate(x, size=skip.shape[2:])\n")
+    assert "scale not known statically" in finding.message and "skip.shape[2:]" in finding.message
