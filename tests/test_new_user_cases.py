@@ -80,3 +80,37 @@ def test_nearest_resize_to_a_computed_size_is_a_cp103_warning(source, expected):
 def test_nearest_computed_size_message():
     [finding] = check_source(F + "y = F.interpolate(x, size=skip.shape[2:])\n")
     assert "scale not known statically" in finding.message and "skip.shape[2:]" in finding.message
+
+
+@pytest.mark.parametrize(
+    ("source", "code", "hint_part"),
+    [
+        pytest.param(F + "y = F.grid_sample(x, grid)\n", "CP105", "gather", id="CP105-grid_sample"),
+        pytest.param(NN + "m = nn.ConvTranspose1d(8, 8, 4, stride=2)\n", "CP108", "unsqueeze to 2-D", id="CP108-1d"),
+        pytest.param(NN + "m = nn.ConvTranspose2d(8, 8, 4, 2, 1, groups=8)\n", "CP108", "one conv_transpose2d per group", id="CP108-groups"),
+        pytest.param(NN + "m = nn.ConvTranspose2d(8, 8, 3, stride=2, output_padding=2)\n", "CP108", "output_padding < stride", id="CP108-output-padding"),
+        pytest.param(NN + "m = nn.Conv3d(8, 8, 3)\n", "CP110", "fold the depth axis", id="CP110-conv3d"),
+    ],
+)
+def test_findings_without_an_automatic_fix_carry_the_hint(source, code, hint_part):
+    [finding] = check_source(source)
+    assert finding.code == code and not finding.fixes and hint_part in finding.hint
+
+
+def test_findings_with_an_automatic_fix_carry_no_hint():
+    [finding] = check_source(F + "y = F.interpolate(x, scale_factor=2, mode='bilinear')\n")
+    assert finding.fixes and finding.hint == ""
+
+
+def test_the_hint_is_printed_in_text_json_and_sarif(tmp_path):
+    import json
+
+    from tests.conftest import run_tool
+
+    (tmp_path / "m.py").write_text(NN + "m = nn.Conv3d(8, 8, 3)\n")
+    text = run_tool(str(tmp_path / "m.py")).stdout.decode()
+    assert "[hint: fold the depth axis" in text
+    [item] = json.loads(run_tool(str(tmp_path / "m.py"), "--output-format", "json").stdout)
+    assert item["hint"].startswith("fold the depth axis")
+    sarif = json.loads(run_tool(str(tmp_path / "m.py"), "--output-format", "sarif").stdout)
+    assert "Fix by hand: fold the depth axis" in sarif["runs"][0]["results"][0]["message"]["text"]

@@ -95,6 +95,7 @@ def _finding_fields(finding: Finding) -> dict:
         "why": finding.why,
         "fixes": list(finding.fixes),
         "end_line": finding.end_line,
+        "hint": finding.hint,
     }
 
 

@@ -56,6 +56,7 @@ def findings_for_scan(module: cst.Module, scan: Scan, text: str, path: str, conf
                         why=rule.why,
                         fixes=hit.fixes,
                         end_line=end_line,
+                        hint=hit.hint,
                     )
                 )
     findings.sort(key=lambda f: (f.line, f.column, f.code))

@@ -18,6 +18,7 @@ class Hit:
     message: str
     fixes: tuple[str, ...] = ()
     severity: Severity | None = None
+    hint: str = ""  # how to rewrite it by hand, where no port-fix strategy does (the rule's fix_hint)
 
 
 class Rule:

@@ -8,6 +8,15 @@ from candle_port.rules.base import Hit, Rule, describe_call
 from candle_port.rules.cp106_pool_stride import int_tuple, literal
 
 
+HINT_1D = (
+    "unsqueeze to 2-D and use conv_transpose2d with a (1, k) kernel, padding 0 and output_padding 0 "
+    "(candle applies both to the height too), then crop `padding` columns from each end and append "
+    "`output_padding` zero columns"
+)
+HINT_GROUPS = "split the channels and run one conv_transpose2d per group, then cat"
+HINT_OUTPUT_PADDING = "keep output_padding < stride"
+
+
 class ConvTranspose(Rule):
     """Transposed convolutions with no candle backward or no candle forward.
 
@@ -33,12 +42,7 @@ class ConvTranspose(Rule):
         "measured in candle 0.11.0: docs/candle-measured.md)"
     )
     severity_note = "a warning when groups is not known statically (a variable, `math.gcd(c1, c2)`)"
-    fix_hint = (
-        "1-D: unsqueeze to 2-D and use conv_transpose2d with a (1, k) kernel, padding 0 and output_padding 0 "
-        "(candle applies both to the height too), then crop `padding` columns from each end and append "
-        "`output_padding` zero columns; groups: split the channels "
-        "and run one conv_transpose2d per group, then cat; keep output_padding < stride"
-    )
+    fix_hint = f"1-D: {HINT_1D}; groups: {HINT_GROUPS}; {HINT_OUTPUT_PADDING}"
     VALID = (
         "from torch import nn\nm = nn.ConvTranspose2d(64, 32, 2, stride=2)\n",
         "from torch import nn\nm = nn.ConvTranspose2d(64, 32, 3, 2, 1, 1)\n",
@@ -62,17 +66,24 @@ class ConvTranspose(Rule):
             return
         call = describe_call(site)
         if "1d" in site.api.name:
-            yield Hit(f"{call}: candle has no backward for conv_transpose1d ('backward is not supported for conv-transpose1d')")
+            yield Hit(
+                f"{call}: candle has no backward for conv_transpose1d ('backward is not supported for conv-transpose1d')",
+                hint=HINT_1D,
+            )
             return
         groups = site.value("groups")
         known, value = literal(groups)
         if known and isinstance(value, int) and not isinstance(value, bool) and value != 1:
-            yield Hit(f"{call}(groups={groups.source.strip()}): candle's conv_transpose2d has no groups (no forward)")
+            yield Hit(
+                f"{call}(groups={groups.source.strip()}): candle's conv_transpose2d has no groups (no forward)",
+                hint=HINT_GROUPS,
+            )
         elif not groups.known and groups.node is not None:  # written, but computed
             yield Hit(
                 f"{call} groups not known statically ({site.describe_dynamic('groups')}): candle's conv_transpose2d "
                 "has no groups, so any value but 1 has no forward",
                 severity=Severity.WARNING,
+                hint=HINT_GROUPS,
             )
         padding, stride = site.value("output_padding"), site.value("stride")
         (known_pad, pad), (known_stride, step) = literal(padding), literal(stride)
@@ -83,5 +94,6 @@ class ConvTranspose(Rule):
             yield Hit(
                 f"{call}(output_padding={padding.source.strip()}, stride={stride_text}): candle's "
                 "conv_transpose2d backward ignores output_padding and fails with a shape mismatch "
-                "unless output_padding < stride"
+                "unless output_padding < stride",
+                hint=HINT_OUTPUT_PADDING,
             )
