@@ -114,3 +114,33 @@ def test_the_hint_is_printed_in_text_json_and_sarif(tmp_path):
     assert item["hint"].startswith("fold the depth axis")
     sarif = json.loads(run_tool(str(tmp_path / "m.py"), "--output-format", "sarif").stdout)
     assert "Fix by hand: fold the depth axis" in sarif["runs"][0]["results"][0]["message"]["text"]
+
+
+@pytest.mark.parametrize("command", ["check", "fix"])
+def test_a_directory_with_no_python_files_is_a_warning_for_both_commands(tmp_path, command):
+    from tests.conftest import run_tool
+
+    (tmp_path / "empty").mkdir()
+    (tmp_path / "code").mkdir()
+    (tmp_path / "code" / "m.py").write_text("x = 1\n")
+    done = run_tool(str(tmp_path / "empty"), tool=command)
+    assert done.returncode == 0 and f"no Python files found under {tmp_path / 'empty'}" in done.stderr.decode()
+    done = run_tool(str(tmp_path / "code"), tool=command)
+    assert done.returncode == 0 and "no Python files" not in done.stderr.decode()
+
+
+@pytest.mark.parametrize(
+    ("source", "where", "reason"),
+    [
+        pytest.param(F + "def f(:\n    F.interpolate(x)\n", ":2:7:", "syntax error: invalid syntax", id="invalid-syntax"),
+        pytest.param(F + "y = F.interpolate(\n    x, mode='bilinear'\n", ":2:18:", "'(' was never closed", id="never-closed"),
+    ],
+)
+@pytest.mark.parametrize("command", ["check", "fix"])
+def test_a_syntax_error_is_one_short_line_at_the_right_place(tmp_path, source, where, reason, command):
+    from tests.conftest import run_tool
+
+    (tmp_path / "bad.py").write_text(source)
+    done = run_tool(str(tmp_path / "bad.py"), tool=command)
+    [line] = [l for l in done.stderr.decode().splitlines() if "bad.py" in l]
+    assert done.returncode == 3 and where in line and line.endswith(reason) and len(line) < 80 + len(str(tmp_path))

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import ast
+
 import libcst as cst
 
 from candle_port.analysis.positions import call_positions
@@ -17,10 +19,28 @@ def parse(text: str, path: str) -> cst.Module | FileError:
     try:
         return cst.parse_module(text)
     except cst.ParserSyntaxError as exc:
-        message = str(exc.message).splitlines()[0] if exc.message else "invalid syntax"
-        return FileError(path, f"syntax error: {message}", exc.raw_line, exc.raw_column + 1)
+        return _syntax_error(text, path, exc)
     except (RecursionError, MemoryError):
         return FileError(path, "syntax error: source too deeply nested to parse")
+
+
+def _syntax_error(text: str, path: str, exc: cst.ParserSyntaxError) -> FileError:
+    """One short line, as Python says it: libcst lists every token it expected and can point past the error.
+
+    CPython's own parser names the problem (`invalid syntax`, `'(' was never closed`) and its place; libcst's
+    position is the fallback when CPython accepts what libcst does not (a newer grammar).
+    """
+    try:
+        ast.parse(text)
+    except SyntaxError as error:
+        if error.lineno:
+            return FileError(path, f"syntax error: {error.msg}", error.lineno, max(error.offset or 1, 1))
+    except (ValueError, RecursionError, MemoryError):
+        pass
+    message = str(exc.message).splitlines()[0] if exc.message else "invalid syntax"
+    if len(message) > 80:
+        message = message.split(":")[0] if ":" in message else message[:77] + "..."
+    return FileError(path, f"syntax error: {message}", exc.raw_line, exc.raw_column + 1)
 
 
 def check_module(module: cst.Module, text: str, path: str, config: Config) -> list[Finding]:

@@ -160,6 +160,7 @@ def _summarize(report, strategy: str, output_format: SummaryFormat, quiet: bool,
             "errors": [{"path": e.path, "reason": e.reason, "line": e.line, "not_written": type(e).__name__ == "NotWritten"} for e in report.errors],
             "files_changed": [r.path for r in report.changed],
             "vendored": report.vendored,
+            "empty_directories": list(report.empty_directories),
         }
         text = json.dumps(data, indent=2)
         print(text, file=sys.stderr if stdin else sys.stdout)
@@ -167,6 +168,8 @@ def _summarize(report, strategy: str, output_format: SummaryFormat, quiet: bool,
     err = common.stderr_console()
     for e in report.errors:
         err.print(f"[bold red]error[/bold red]: {escape(e.describe())}", soft_wrap=True)
+    for directory in report.empty_directories:  # as port-check says it
+        err.print(f"[yellow]warning[/yellow]: no Python files found under {escape(directory)}", soft_wrap=True)
     if quiet:
         return
     notes = sorted({f.note for _, f in fixed if f.note})
