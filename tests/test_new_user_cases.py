@@ -144,3 +144,62 @@ def test_a_syntax_error_is_one_short_line_at_the_right_place(tmp_path, source, w
     done = run_tool(str(tmp_path / "bad.py"), tool=command)
     [line] = [l for l in done.stderr.decode().splitlines() if "bad.py" in l]
     assert done.returncode == 3 and where in line and line.endswith(reason) and len(line) < 80 + len(str(tmp_path))
+
+
+TORCH = "import torch\n" + F
+BILINEAR = "F.interpolate(x, scale_factor=2, mode='bilinear')"
+
+
+@pytest.mark.parametrize(
+    ("source", "expected"),
+    [
+        pytest.param(TORCH + f"with torch.no_grad():\n    y = {BILINEAR}\n", [("CP101", "warning")], id="with-no_grad"),
+        pytest.param(TORCH + f"@torch.no_grad()\ndef f(x):\n    return {BILINEAR}\n", [("CP101", "warning")], id="decorator-no_grad-call"),
+        pytest.param(TORCH + f"@torch.inference_mode\ndef f(x):\n    return {BILINEAR}\n", [("CP101", "warning")], id="decorator-inference_mode-bare"),
+        pytest.param(
+            "from torch import no_grad\n" + F + f"with no_grad(), open(p):\n    y = {BILINEAR}\n", [("CP101", "warning")], id="imported-no_grad-two-items"
+        ),
+        pytest.param(TORCH + f"with torch.set_grad_enabled(False):\n    y = {BILINEAR}\n", [("CP101", "warning")], id="set_grad_enabled-False"),
+        pytest.param(TORCH + "with torch.no_grad():\n    y = F.max_pool2d(x, 2)\n", [("CP107", "warning")], id="max-pool-gradient"),
+        pytest.param(TORCH + "with torch.no_grad():\n    y = F.max_pool2d(x, 3, 2)\n", [("CP106", "warning")], id="pool-stride-backward-only"),
+        # still errors: candle has no forward for these, gradients or not
+        pytest.param(TORCH + "with torch.no_grad():\n    y = F.max_pool2d(x, 3, 2, 1)\n", [("CP106", "error")], id="pool-padding-has-no-forward"),
+        pytest.param(TORCH + "with torch.no_grad():\n    y = F.interpolate(x, size=8, mode='bicubic')\n", [("CP104", "error")], id="bicubic-has-no-forward"),
+        pytest.param(TORCH + "with torch.no_grad():\n    y = F.grid_sample(x, g)\n", [("CP105", "error")], id="grid_sample-has-no-forward"),
+        # gradients back on, or not under the context when it runs
+        pytest.param(TORCH + f"y = {BILINEAR}\n", [("CP101", "error")], id="no-context"),
+        pytest.param(TORCH + f"with torch.inference_mode(False):\n    y = {BILINEAR}\n", [("CP101", "error")], id="inference_mode-False"),
+        pytest.param(TORCH + f"with torch.no_grad():\n    with torch.enable_grad():\n        y = {BILINEAR}\n", [("CP101", "error")], id="enable_grad-inside"),
+        pytest.param(TORCH + f"with torch.set_grad_enabled(training):\n    y = {BILINEAR}\n", [("CP101", "error")], id="set_grad_enabled-dynamic"),
+        pytest.param(TORCH + f"with torch.no_grad():\n    def f(x):\n        return {BILINEAR}\n", [("CP101", "error")], id="function-defined-under-no_grad"),
+        pytest.param(F + f"with no_grad():\n    y = {BILINEAR}\n", [("CP101", "error")], id="local-lookalike-no_grad"),
+    ],
+)
+def test_sites_under_no_grad_are_a_lower_severity_with_the_reason(source, expected):
+    findings = check_source(source)
+    assert [(f.code, f.severity.value) for f in findings] == expected
+    lowered = [f for f in findings if f.severity.value == "warning"]
+    assert all("not on a gradient path" in f.message for f in lowered)
+
+
+def test_port_fix_leaves_no_grad_sites_alone_unless_asked():
+    from candle_port.api import fix_source
+    from candle_port.config import Config
+
+    source = TORCH + f"with torch.no_grad():\n    y = {BILINEAR}\nz = {BILINEAR}\n"
+    default = fix_source(source, strategy="runtime")
+    assert [f.line for f in default.fixed] == [5] and [s.line for s in default.skipped] == [4]
+    assert "--include-no-grad" in default.skipped[0].reason and "    y = F.interpolate" in default.text
+    included = fix_source(source, strategy="runtime", config=Config(include_no_grad=True))
+    assert [f.line for f in included.fixed] == [4, 5] and not included.skipped
+
+
+def test_port_fix_include_no_grad_flag(tmp_path):
+    from tests.conftest import run_tool
+
+    path = tmp_path / "m.py"
+    path.write_text(TORCH + f"with torch.no_grad():\n    y = {BILINEAR}\n")
+    done = run_tool(str(path), "--diff", tool="fix")
+    assert done.returncode == 0 and not done.stdout and "skipped CP101" in done.stderr.decode()
+    done = run_tool(str(path), "--diff", "--include-no-grad", tool="fix")
+    assert done.returncode == 0 and "+    y = candle_runtime.interpolate" in done.stdout.decode()

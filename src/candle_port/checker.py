@@ -7,12 +7,15 @@ import ast
 import libcst as cst
 
 from candle_port.analysis.positions import call_positions
-from candle_port.analysis.sites import Scan, scan_module
+from candle_port.analysis.sites import Scan, Site, scan_module
 from candle_port.config import Config
-from candle_port.findings import FileError, FileResult, Finding
+from candle_port.findings import FileError, FileResult, Finding, Severity
 from candle_port.prefilter import may_hold_sites
 from candle_port.rules import all_rules
 from candle_port.suppressions import is_suppressed, suppressions
+
+
+NO_GRAD_REASON = "not on a gradient path, so only candle's forward runs"
 
 
 def parse(text: str, path: str) -> cst.Module | FileError:
@@ -43,6 +46,15 @@ def _syntax_error(text: str, path: str, exc: cst.ParserSyntaxError) -> FileError
     return FileError(path, f"syntax error: {message}", exc.raw_line, exc.raw_column + 1)
 
 
+def harmless_without_gradients(site: Site, codes) -> bool:
+    """Whether the site runs with gradients off and every finding of `codes` there is about the
+    backward only (candle runs its forward): port-fix leaves such a site alone unless asked."""
+    if not site.no_grad:
+        return False
+    hits = [hit for rule in all_rules() if rule.code in codes for hit in rule.check(site)]
+    return bool(hits) and all(hit.backward_only for hit in hits)
+
+
 def check_module(module: cst.Module, text: str, path: str, config: Config) -> list[Finding]:
     """Findings for an already parsed module (used by port-fix to re-check its output)."""
     scan = scan_module(module)
@@ -65,14 +77,18 @@ def findings_for_scan(module: cst.Module, scan: Scan, text: str, path: str, conf
             for hit in rule.check(site):
                 if is_suppressed(rule.code, lines, suppressed):
                     continue
+                severity, message = hit.severity or rule.default_severity, hit.message
+                if site.no_grad and hit.backward_only:
+                    severity = Severity.WARNING
+                    message += f" (under `{site.no_grad}`: {NO_GRAD_REASON})"
                 findings.append(
                     Finding(
                         code=rule.code,
                         path=path,
                         line=line,
                         column=column,
-                        message=hit.message,
-                        severity=config.severity_of(rule.code, hit.severity or rule.default_severity),
+                        message=message,
+                        severity=config.severity_of(rule.code, severity),
                         why=rule.why,
                         fixes=hit.fixes,
                         end_line=end_line,

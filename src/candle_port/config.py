@@ -74,6 +74,8 @@ class Config:
     severity: tuple[tuple[str, str], ...] = ()
     strategy: str = "runtime"
     cache_dir: str | None = None
+    # port-fix: also rewrite sites under torch.no_grad()/inference_mode() (--include-no-grad).
+    include_no_grad: bool = False
     root: Path | None = field(default=None, compare=False)
     source: Path | None = field(default=None, compare=False)
 

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 import libcst as cst
 
 from candle_port.analysis.apis import APIS_BY_QUALIFIED_NAME, PARTIAL_QUALIFIED_NAMES, Api
+from candle_port.analysis.grad_mode import no_grad_reason
 from candle_port.analysis.names import ClassInfo, Resolver, Scope, ScopeBuilder, dotted_name
 from candle_port.analysis.values import Value, code_of, evaluate, omitted, partial_literals
 
@@ -40,6 +41,8 @@ class Site:
     star_args: bool = False
     star_kwargs: bool = False
     subclass: ClassInfo | None = None
+    # `with torch.no_grad()` / `@torch.inference_mode()` when the call runs with gradients off (grad_mode.py).
+    no_grad: str | None = None
 
     def value(self, name: str) -> Value:
         """The static value of parameter `name` at this site (bound, implied or default)."""
@@ -111,6 +114,9 @@ def scan_module(module: cst.Module) -> Scan:
     for call, scope in builder.calls:
         site = _site_for_call(call, scope, resolver)
         if site is not None:
+            contexts = builder.call_contexts.get(call)
+            if contexts:
+                site.no_grad = no_grad_reason(contexts, resolver)
             sites.append(site)
     return Scan(sites, [call for call, _ in builder.calls])
 

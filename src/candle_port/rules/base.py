@@ -19,6 +19,8 @@ class Hit:
     fixes: tuple[str, ...] = ()
     severity: Severity | None = None
     hint: str = ""  # how to rewrite it by hand, where no port-fix strategy does (the rule's fix_hint)
+    # Only the backward is missing or wrong (candle runs the forward): harmless under torch.no_grad().
+    backward_only: bool = False
 
 
 class Rule:

@@ -69,6 +69,7 @@ class NearestScale(Rule):
                 "candle's nearest backward fails unless the output is an integer, uniform multiple of the input",
                 applicable(site),
                 severity=Severity.WARNING,
+                backward_only=True,
             )
             return
         scale = site.value("scale_factor")
@@ -80,4 +81,5 @@ class NearestScale(Rule):
                 f"{describe_call(site)}(mode='nearest', scale_factor={scale.source}) is {problem}: "
                 "candle's nearest backward needs an integer, uniform upscale",
                 applicable(site),
+                backward_only=True,
             )

@@ -159,6 +159,7 @@ class PoolStride(Rule):
             f"{describe_call(site)}({', '.join(arguments + missing)}): {'; '.join(reasons)}",
             applicable(site),
             severity=Severity.WARNING if stride_differs and not missing and _kernel_from_default(site) else None,
+            backward_only=not missing,  # padding, dilation, ceil_mode: no candle forward either
         )
 
 

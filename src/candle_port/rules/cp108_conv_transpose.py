@@ -69,6 +69,7 @@ class ConvTranspose(Rule):
             yield Hit(
                 f"{call}: candle has no backward for conv_transpose1d ('backward is not supported for conv-transpose1d')",
                 hint=HINT_1D,
+                backward_only=True,
             )
             return
         groups = site.value("groups")
@@ -96,4 +97,5 @@ class ConvTranspose(Rule):
                 "conv_transpose2d backward ignores output_padding and fails with a shape mismatch "
                 "unless output_padding < stride",
                 hint=HINT_OUTPUT_PADDING,
+                backward_only=True,
             )
