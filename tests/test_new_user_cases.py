@@ -203,3 +203,37 @@ def test_port_fix_include_no_grad_flag(tmp_path):
     assert done.returncode == 0 and not done.stdout and "skipped CP101" in done.stderr.decode()
     done = run_tool(str(path), "--diff", "--include-no-grad", tool="fix")
     assert done.returncode == 0 and "+    y = candle_runtime.interpolate" in done.stdout.decode()
+
+
+@pytest.mark.parametrize(
+    ("source", "expected"),
+    [
+        pytest.param(NN + "pool_type = nn.MaxPool2d\nm = pool_type(3, 2, 1)\n", [("CP106", "error")], id="alias-is-the-class"),
+        pytest.param(
+            NN + "POOLS = (nn.MaxPool1d, nn.MaxPool2d)\nm = POOLS[dim - 1](3, 2)\n",
+            [("CP106", "warning"), ("CP106", "warning")],
+            id="tuple-indexed-at-run-time",
+        ),
+        pytest.param(
+            NN + "m = {'max': nn.MaxPool2d, 'avg': nn.AvgPool2d}[kind](2)\n", [("CP107", "warning")], id="dict-indexed-at-run-time"
+        ),
+        pytest.param(NN + "m = {'max': nn.MaxPool2d, 'avg': nn.AvgPool2d}['avg'](3, 2)\n", [("CP106", "error")], id="dict-literal-key-decided"),
+        pytest.param(NN + "m = [nn.ConvTranspose1d, nn.ConvTranspose2d][1](8, 8, 4, 2, 1, groups=8)\n", [("CP108", "error")], id="list-literal-index-decided"),
+        pytest.param(NN + "m = {'max': nn.MaxPool2d, 'avg': nn.AvgPool2d}['avg'](2)\n", [], id="decided-and-fine"),
+        pytest.param(NN + "m = (nn.Conv2d, nn.Identity)[k](8, 8, 3)\n", [], id="no-candle-problem-in-the-collection"),
+        pytest.param("m = (str, int)[k](2)\n", [], id="not-layers"),
+        pytest.param(NN + "m = layers[k](3, 2)\n", [], id="unknown-collection"),
+    ],
+)
+def test_layer_classes_reached_through_a_name_a_tuple_or_a_dict(source, expected):
+    assert codes_and_severities(source) == expected
+
+
+def test_layer_chosen_at_run_time_is_said_and_refused_by_port_fix():
+    from candle_port.api import fix_source
+
+    source = NN + "POOLS = (nn.MaxPool1d, nn.MaxPool2d)\nm = POOLS[dim - 1](3, 2)\n"
+    findings = check_source(source)
+    assert all("POOLS[dim - 1], layer chosen at run time" in f.message and not f.fixes for f in findings)
+    result = fix_source(source, strategy="runtime")
+    assert result.text == source and not result.fixed and "rewrite the collection by hand" in result.refused[0].reason

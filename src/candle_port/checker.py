@@ -78,6 +78,8 @@ def findings_for_scan(module: cst.Module, scan: Scan, text: str, path: str, conf
                 if is_suppressed(rule.code, lines, suppressed):
                     continue
                 severity, message = hit.severity or rule.default_severity, hit.message
+                if site.kind == "chosen":
+                    severity = Severity.WARNING  # only one of the layers runs
                 if site.no_grad and hit.backward_only:
                     severity = Severity.WARNING
                     message += f" (under `{site.no_grad}`: {NO_GRAD_REASON})"

@@ -52,7 +52,16 @@ class _Local:
 
 LOCAL = _Local()
 
-Binding = Import | Alias | ClassInfo | _Local
+@dataclass(frozen=True)
+class Collection:
+    """`x = (a, b)` / `[a, b]` / `{"k": a}`: a literal collection, whose items may be layer classes
+    (`POOLS[dim - 1](...)` picks one at run time)."""
+
+    expression: cst.BaseExpression
+    scope: "Scope"
+
+
+Binding = Import | Alias | ClassInfo | Collection | _Local
 
 
 @dataclass(eq=False)
@@ -352,6 +361,8 @@ def _target_name(node: cst.BaseExpression) -> str | None:
 
 
 def _value_binding(value: cst.BaseExpression, scope: Scope) -> Binding:
+    if isinstance(value, (cst.Tuple, cst.List, cst.Dict)):
+        return Collection(value, scope)
     return Alias(value, scope) if dotted_name(value) is not None else LOCAL
 
 

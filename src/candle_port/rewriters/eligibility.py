@@ -34,6 +34,8 @@ def integer_scale(site: Site) -> int | None:
 
 def refusal(strategy: str, site: Site) -> str | None:
     """None when `strategy` can rewrite `site`; otherwise why not, in one sentence."""
+    if site.kind in ("chosen", "picked"):
+        return f"the layer is indexed out of a collection ({site.chosen_from}); rewrite the collection by hand"
     if site.api.family not in RUNTIME_FAMILIES:
         return f"{site.api.name} has no equivalent in candle; rewrite it by hand"
     if strategy == RUNTIME:

@@ -48,6 +48,8 @@ class Rule:
 def describe_call(site: Site) -> str:
     """How the user wrote the API, for messages: `nn.Upsample`, `F.interpolate`, `torch.max_pool2d`, ..."""
     prefix = "functools.partial of " if site.kind == "partial" else ""
+    if site.kind == "chosen":
+        prefix = f"{site.chosen_from}, layer chosen at run time, possibly "
     shown = site.api.name
     if site.api.family not in ("interpolate", "grid_sample"):
         if site.api.is_module:
