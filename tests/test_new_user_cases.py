@@ -173,6 +173,7 @@ BILINEAR = "F.interpolate(x, scale_factor=2, mode='bilinear')"
         pytest.param(TORCH + f"with torch.set_grad_enabled(training):\n    y = {BILINEAR}\n", [("CP101", "error")], id="set_grad_enabled-dynamic"),
         pytest.param(TORCH + f"with torch.no_grad():\n    def f(x):\n        return {BILINEAR}\n", [("CP101", "error")], id="function-defined-under-no_grad"),
         pytest.param(F + f"with no_grad():\n    y = {BILINEAR}\n", [("CP101", "error")], id="local-lookalike-no_grad"),
+        pytest.param(TORCH + f"with torch.no_grad():\n    f = lambda x: {BILINEAR}\n", [("CP101", "error")], id="lambda-defined-under-no_grad"),
     ],
 )
 def test_sites_under_no_grad_are_a_lower_severity_with_the_reason(source, expected):

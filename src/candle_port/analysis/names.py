@@ -217,10 +217,12 @@ class ScopeBuilder:
 
     def _lambda(self, node: cst.Lambda) -> bool:
         self._param_defaults(node.params)
+        outer_contexts, self._contexts = self._contexts, []  # the body runs when called, not here
         scope = self._push("function", node)
         _bind_params(node.params, scope)
         self.walk(node.body)
         self._pop()
+        self._contexts = outer_contexts
         return False
 
     def _param_defaults(self, params: cst.Parameters) -> None:
