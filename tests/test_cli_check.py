@@ -110,6 +110,44 @@ def test_explicit_config_file_and_bad_config(tree, tmp_path_factory):
     assert run_tool(str(tree), "--config", str(other)).returncode == 2
 
 
+@pytest.mark.parametrize(
+    "args",
+    [
+        pytest.param(("--select", "CP12"), id="select-unknown-prefix"),
+        pytest.param(("--select", "CP1O1"), id="select-letter-o"),
+        pytest.param(("--ignore", "CP101,XX9"), id="ignore-unknown"),
+    ],
+)
+def test_unknown_rule_code_is_a_usage_error(tree, args):
+    done = run_tool(str(tree), *args)
+    err = done.stderr.decode()
+    bad = [c for c in args[1].split(",") if c not in ("CP101",)][0]
+    assert done.returncode == 2 and bad in err and "CP101" in err and not done.stdout
+
+
+@pytest.mark.parametrize(
+    "table",
+    [
+        pytest.param('select = ["CP1O1"]\n', id="select"),
+        pytest.param('ignore = ["CP99"]\n', id="ignore"),
+        pytest.param('per-file-ignores = { "ok.py" = ["CP12"] }\n', id="per-file-ignores"),
+        pytest.param('severity = { CP1 = "error" }\n', id="severity-needs-a-full-code"),
+    ],
+)
+def test_unknown_rule_code_in_config_is_a_usage_error(tree, tmp_path_factory, table):
+    other = tmp_path_factory.mktemp("cfg") / "candle.toml"
+    other.write_text(table)
+    done = run_tool(str(tree), "--config", str(other))
+    assert done.returncode == 2 and "unknown rule code" in done.stderr.decode()
+
+
+def test_known_prefixes_still_select(tree):
+    """CP11 is a prefix of CP110, so it selects CP110 (as ruff's prefixes do), not an error."""
+    done = run_tool(str(tree), "--select", "cp10", "--ignore", "CP101", "--output-format", "json")
+    assert done.returncode == 0 and {i["code"] for i in json.loads(done.stdout)} == {"CP102"}
+    assert run_tool(str(tree), "--select", "CP11").returncode == 0
+
+
 def test_usage_error_exit_2():
     assert run_tool("--output-format", "xml", ".").returncode == 2
 

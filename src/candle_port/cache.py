@@ -98,6 +98,7 @@ def _finding_fields(finding: Finding) -> dict:
         "why": finding.why,
         "fixes": list(finding.fixes),
         "end_line": finding.end_line,
+        "hint": finding.hint,
     }
 
 

@@ -9,9 +9,9 @@ import re
 import libcst as cst
 
 from candle_port.analysis.positions import call_positions
-from candle_port.analysis.sites import Scan, scan_module
+from candle_port.analysis.sites import Scan, Site, scan_module
 from candle_port.config import Config
-from candle_port.findings import FileError, FileResult, Finding
+from candle_port.findings import FileError, FileResult, Finding, Severity
 from candle_port.prefilter import may_hold_sites
 from candle_port.rules import all_rules
 from candle_port.suppressions import is_suppressed, suppressions
@@ -34,6 +34,8 @@ def _naive_bracket_depth(text: str) -> int:
 # OOM killer); the largest hand-written file of the corpus is 0.33 MB.
 MAX_PARSE_CHARS = 4_000_000
 
+NO_GRAD_REASON = "not on a gradient path, so only candle's forward runs"
+
 
 def parse(text: str, path: str) -> cst.Module | FileError:
     if len(text) > MAX_PARSE_CHARS:
@@ -55,7 +57,7 @@ def parse(text: str, path: str) -> cst.Module | FileError:
         message = str(exc.message).splitlines()[0] if exc.message else "invalid syntax"
         if _python_accepts(text, path):
             return FileError(path, f"libcst cannot parse this file, though Python can ({message}); not checked", exc.raw_line, exc.raw_column + 1)
-        return FileError(path, f"syntax error: {message}", exc.raw_line, exc.raw_column + 1)
+        return _syntax_error(text, path, exc)
     except (RecursionError, MemoryError):
         if _python_accepts(text, path):
             return FileError(path, "libcst cannot parse this file (nested too deeply), though Python can; not checked")
@@ -69,6 +71,34 @@ def _python_accepts(text: str, path: str) -> bool:
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return False
     return True
+
+
+def _syntax_error(text: str, path: str, exc: cst.ParserSyntaxError) -> FileError:
+    """One short line, as Python says it: libcst lists every token it expected and can point past the error.
+
+    CPython's own parser names the problem (`invalid syntax`, `'(' was never closed`) and its place; libcst's
+    position is the fallback when CPython accepts what libcst does not (a newer grammar).
+    """
+    try:
+        ast.parse(text)
+    except SyntaxError as error:
+        if error.lineno:
+            return FileError(path, f"syntax error: {error.msg}", error.lineno, max(error.offset or 1, 1))
+    except (ValueError, RecursionError, MemoryError):
+        pass
+    message = str(exc.message).splitlines()[0] if exc.message else "invalid syntax"
+    if len(message) > 80:
+        message = message.split(":")[0] if ":" in message else message[:77] + "..."
+    return FileError(path, f"syntax error: {message}", exc.raw_line, exc.raw_column + 1)
+
+
+def harmless_without_gradients(site: Site, codes) -> bool:
+    """Whether the site runs with gradients off and every finding of `codes` there is about the
+    backward only (candle runs its forward): port-fix leaves such a site alone unless asked."""
+    if not site.no_grad:
+        return False
+    hits = [hit for rule in all_rules() if rule.code in codes for hit in rule.check(site)]
+    return bool(hits) and all(hit.backward_only for hit in hits)
 
 
 def check_module(module: cst.Module, text: str, path: str, config: Config) -> list[Finding]:
@@ -93,17 +123,24 @@ def findings_for_scan(module: cst.Module, scan: Scan, text: str, path: str, conf
             for hit in rule.check(site):
                 if is_suppressed(rule.code, lines, suppressed):
                     continue
+                severity, message = hit.severity or rule.default_severity, hit.message
+                if site.kind == "chosen":
+                    severity = Severity.WARNING  # only one of the layers runs
+                if site.no_grad and hit.backward_only:
+                    severity = Severity.WARNING
+                    message += f" (under `{site.no_grad}`: {NO_GRAD_REASON})"
                 findings.append(
                     Finding(
                         code=rule.code,
                         path=path,
                         line=line,
                         column=column,
-                        message=hit.message,
-                        severity=config.severity_of(rule.code, hit.severity or rule.default_severity),
+                        message=message,
+                        severity=config.severity_of(rule.code, severity),
                         why=rule.why,
                         fixes=hit.fixes,
                         end_line=end_line,
+                        hint=hit.hint,
                     )
                 )
     findings.sort(key=lambda f: (f.line, f.column, f.code))

@@ -41,6 +41,29 @@ class ConfigError(Exception):
     """A configuration that cannot be used; the message names the file and the key."""
 
 
+def unknown_codes(codes: tuple[str, ...]) -> list[str]:
+    """The entries of `codes` that are neither a rule code nor a prefix of one (`CP11`, `CP1O1`).
+
+    A typo in select/ignore would otherwise select nothing and report "no findings" silently.
+    """
+    from candle_port.rules import all_rules
+
+    known = [rule.code for rule in all_rules()]
+    return [code for code in codes if not any(k.startswith(code) for k in known)]
+
+
+def check_codes(codes: tuple[str, ...], where: str, exact: bool = False) -> None:
+    """ConfigError naming each unknown code in `codes` and the known ones (`exact`: no prefixes)."""
+    from candle_port.rules import all_rules
+
+    bad = unknown_codes(codes)
+    if exact:
+        bad = [code for code in codes if code not in {rule.code for rule in all_rules()}]
+    if bad:
+        known = ", ".join(rule.code for rule in all_rules())
+        raise ConfigError(f"{where}: unknown rule code(s) {', '.join(bad)} (known: {known}, or a prefix such as CP1)")
+
+
 @dataclass(frozen=True)
 class Config:
     select: tuple[str, ...] = ("CP",)
@@ -51,6 +74,8 @@ class Config:
     severity: tuple[tuple[str, str], ...] = ()
     strategy: str = "runtime"
     cache_dir: str | None = None
+    # port-fix: also rewrite sites under torch.no_grad()/inference_mode() (--include-no-grad).
+    include_no_grad: bool = False
     root: Path | None = field(default=None, compare=False)
     source: Path | None = field(default=None, compare=False)
 
@@ -153,7 +178,9 @@ def config_from_table(table: dict, path: Path) -> Config:
             return None
         if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
             raise ConfigError(f"{path}: {key} must be a list of rule codes")
-        return tuple(v.upper() for v in value)
+        result = tuple(v.upper() for v in value)
+        check_codes(result, f"{path}: {key}")
+        return result
 
     changes: dict = {}
     for key, attr in (("select", "select"), ("ignore", "ignore"), ("exclude", "exclude"), ("extend-exclude", "extend_exclude")):
@@ -164,10 +191,13 @@ def config_from_table(table: dict, path: Path) -> Config:
     if not isinstance(pfi, dict):
         raise ConfigError(f"{path}: per-file-ignores must be a table of glob = [codes]")
     changes["per_file_ignores"] = tuple((glob, tuple(c.upper() for c in v)) for glob, v in pfi.items())
+    for glob, pfi_codes in changes["per_file_ignores"]:
+        check_codes(pfi_codes, f"{path}: per-file-ignores {glob!r}")
     severity = table.get("severity", {})
     if not isinstance(severity, dict) or any(v not in ("error", "warning") for v in severity.values()):
         raise ConfigError(f"{path}: severity must map rule codes to \"error\" or \"warning\"")
     changes["severity"] = tuple(sorted((k.upper(), v) for k, v in severity.items()))
+    check_codes(tuple(code for code, _ in changes["severity"]), f"{path}: severity", exact=True)
     if "strategy" in table:
         if table["strategy"] not in ("runtime", "nearest", "convtranspose"):
             raise ConfigError(f"{path}: strategy must be runtime, nearest or convtranspose")

@@ -26,6 +26,8 @@ class Finding:
     why: str
     fixes: tuple[str, ...] = ()
     end_line: int | None = None
+    # How to rewrite it by hand, for findings no port-fix strategy rewrites (CP105, CP108, CP110).
+    hint: str = ""
 
     def to_dict(self) -> dict:
         return {
@@ -38,6 +40,7 @@ class Finding:
             "severity": self.severity.value,
             "why": self.why,
             "fixes": list(self.fixes),
+            "hint": self.hint,
         }
 
 

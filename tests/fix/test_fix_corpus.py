@@ -68,7 +68,9 @@ def test_every_truth_site_is_rewritten(fixed_corpus, truth_rows):
     def key(row):
         return (f"{row['package']}/{row['path']}", row["line"])
 
-    missing = [(key(row), row["api"], row["mode"], refused.get(key(row))) for row in rows if key(row) not in fixed]
+    # Sites under torch.no_grad()/inference_mode() are left alone unless --include-no-grad (issue 12).
+    no_grad = {(s["path"], s["line"]) for s in report["skipped"] if s.get("no_grad")}
+    missing = [(key(row), row["api"], row["mode"], refused.get(key(row))) for row in rows if key(row) not in fixed | no_grad]
     assert not missing
     assert not [k for k in map(key, rows) if k in refused]  # no yes/dynamic site is refused
     antialias = {key(row) for row in rows if ANTIALIAS_NOTE in row["notes"]}
@@ -87,7 +89,8 @@ def test_rewritten_files_compile_recheck_clean_and_idempotent(fixed_corpus):
         [_tool("port-check"), "--output-format", "json", "--select", ",".join(RUNTIME_CODES), "--no-cache", *changed],
         cwd=dest, capture_output=True, text=True, timeout=600,
     )
-    remaining = {(f["path"], f["line"]) for f in json.loads(check.stdout)}
+    # Sites left alone under torch.no_grad() say so (and the rewrite shifts their lines: not matched by position).
+    remaining = {(f["path"], f["line"]) for f in json.loads(check.stdout) if "not on a gradient path" not in f["message"]}
     refused = {(r["path"], r["line"]) for r in report["refused"]}
     assert remaining <= refused
     again = subprocess.run(

@@ -52,7 +52,16 @@ class _Local:
 
 LOCAL = _Local()
 
-Binding = Import | Alias | ClassInfo | _Local
+@dataclass(frozen=True)
+class Collection:
+    """`x = (a, b)` / `[a, b]` / `{"k": a}`: a literal collection, whose items may be layer classes
+    (`POOLS[dim - 1](...)` picks one at run time)."""
+
+    expression: cst.BaseExpression
+    scope: "Scope"
+
+
+Binding = Import | Alias | ClassInfo | Collection | _Local
 
 
 @dataclass(eq=False)
@@ -127,6 +136,10 @@ class ScopeBuilder:
         self.module_scope = Scope("module", None)
         self.scope = self.module_scope
         self.calls: list[tuple[cst.Call, Scope]] = []
+        # The `with` items and decorators a call runs under, innermost last, each with the scope it
+        # is evaluated in (context.py decides which of them turn gradients off).
+        self.call_contexts: dict[cst.Call, tuple[tuple[str, cst.BaseExpression, Scope], ...]] = {}
+        self._contexts: list[tuple[str, cst.BaseExpression, Scope]] = []
         self._handlers = {
             cst.FunctionDef: self._function_def,
             cst.Lambda: self._lambda,
@@ -147,6 +160,7 @@ class ScopeBuilder:
             cst.For: self._for,
             cst.CompFor: self._comp_for,
             cst.WithItem: self._with_item,
+            cst.With: self._with,
             cst.MatchAs: self._match_name,
             cst.MatchStar: self._match_name,
             cst.Call: self._call,
@@ -191,18 +205,24 @@ class ScopeBuilder:
             self.walk(decorator)
         self._param_defaults(node.params)
         self.walk(node.returns)
+        outer_contexts = self._contexts
+        # The body runs when the function is called: under its decorators, not under the `with` it sits in.
+        self._contexts = [("decorator", decorator.decorator, self.scope) for decorator in node.decorators]
         scope = self._push("function", node)
         _bind_params(node.params, scope)
         self.walk(node.body)
         self._pop()
+        self._contexts = outer_contexts
         return False
 
     def _lambda(self, node: cst.Lambda) -> bool:
         self._param_defaults(node.params)
+        outer_contexts, self._contexts = self._contexts, []  # the body runs when called, not here
         scope = self._push("function", node)
         _bind_params(node.params, scope)
         self.walk(node.body)
         self._pop()
+        self._contexts = outer_contexts
         return False
 
     def _param_defaults(self, params: cst.Parameters) -> None:
@@ -304,6 +324,15 @@ class ScopeBuilder:
     def _comp_for(self, node: cst.CompFor) -> None:
         self._bind_target(node.target, LOCAL)
 
+    def _with(self, node: cst.With) -> bool:
+        for item in node.items:
+            self.walk(item)
+        added = [("with", item.item, self.scope) for item in node.items]
+        self._contexts.extend(added)
+        self.walk(node.body)
+        del self._contexts[len(self._contexts) - len(added) :]
+        return False
+
     def _with_item(self, node: cst.WithItem) -> None:
         if node.asname is not None:
             self._bind_target(node.asname.name, LOCAL)
@@ -325,6 +354,8 @@ class ScopeBuilder:
     # -- uses ----------------------------------------------------------------------------------
     def _call(self, node: cst.Call) -> None:
         self.calls.append((node, self.scope))
+        if self._contexts:
+            self.call_contexts[node] = tuple(self._contexts)
 
 
 def _target_name(node: cst.BaseExpression) -> str | None:
@@ -332,6 +363,8 @@ def _target_name(node: cst.BaseExpression) -> str | None:
 
 
 def _value_binding(value: cst.BaseExpression, scope: Scope) -> Binding:
+    if isinstance(value, (cst.Tuple, cst.List, cst.Dict)):
+        return Collection(value, scope)
     return Alias(value, scope) if dotted_name(value) is not None else LOCAL
 
 

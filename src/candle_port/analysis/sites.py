@@ -13,7 +13,8 @@ from dataclasses import dataclass, field
 import libcst as cst
 
 from candle_port.analysis.apis import APIS_BY_QUALIFIED_NAME, PARTIAL_QUALIFIED_NAMES, Api
-from candle_port.analysis.names import ClassInfo, Resolver, Scope, ScopeBuilder, dotted_name
+from candle_port.analysis.grad_mode import no_grad_reason
+from candle_port.analysis.names import ClassInfo, Collection, Resolver, Scope, ScopeBuilder, dotted_name
 from candle_port.analysis.values import Value, code_of, evaluate, omitted, partial_literals
 
 _DEFAULTS = {
@@ -33,13 +34,19 @@ class Site:
     call: cst.Call
     api: Api
     qualified_name: str
-    kind: str  # "call", "partial" (functools.partial of the API), "subclass" (local nn.Upsample subclass)
+    # "call", "partial" (functools.partial of the API), "subclass" (local nn.Upsample subclass),
+    # "chosen" (a layer class indexed out of a literal collection at run time: `POOLS[dim - 1](...)`),
+    # "picked" (the same with a literal index: decided)
+    kind: str
     scope: Scope
     resolver: Resolver
     arguments: dict[str, cst.Arg] = field(default_factory=dict)
     star_args: bool = False
     star_kwargs: bool = False
     subclass: ClassInfo | None = None
+    # `with torch.no_grad()` / `@torch.inference_mode()` when the call runs with gradients off (grad_mode.py).
+    no_grad: str | None = None
+    chosen_from: str | None = None  # `POOLS[dim - 1]`, for kinds "chosen" and "picked"
 
     def value(self, name: str) -> Value:
         """The static value of parameter `name` at this site (bound, implied or default)."""
@@ -110,7 +117,11 @@ def scan_module(module: cst.Module) -> Scan:
     sites: list[Site] = []
     for call, scope in builder.calls:
         site = _site_for_call(call, scope, resolver)
-        if site is not None:
+        found = [site] if site is not None else _chosen_sites(call, scope, resolver)
+        for site in found:
+            contexts = builder.call_contexts.get(call)
+            if contexts:
+                site.no_grad = no_grad_reason(contexts, resolver)
             sites.append(site)
     return Scan(sites, [call for call, _ in builder.calls])
 
@@ -161,6 +172,70 @@ def _site_for_call(call: cst.Call, scope: Scope, resolver: Resolver) -> Site | N
             _bind_arguments(site, call.args[1:])
             return site
     return None
+
+
+# Layer families looked for in literal collections; resize modules are left to the truth-checked rules.
+_CHOSEN_FAMILIES = ("pool", "adaptive_pool", "conv_transpose", "volumetric")
+
+
+def _chosen_sites(call: cst.Call, scope: Scope, resolver: Resolver) -> list[Site]:
+    """`POOLS[i](...)`, `{"max": nn.MaxPool2d}[k](...)`: one site per layer API the collection holds.
+
+    A literal index picks its item (then the site is an ordinary call); any other index picks at
+    run time, and each API it can pick is a site of kind "chosen".
+    """
+    func = call.func
+    if not isinstance(func, cst.Subscript) or len(func.slice) != 1 or not isinstance(func.slice[0].slice, cst.Index):
+        return []
+    found = _collection(func.value, scope, resolver)
+    if found is None:
+        return []
+    collection, collection_scope = found
+    items = _collection_items(collection)
+    index = evaluate(func.slice[0].slice.value)
+    if index.known and len(index.candidates) == 1:
+        picked = [value for key, value in items if key == index.single]
+        items = [(None, picked[0])] if len(picked) == 1 else []
+        kind = "picked"
+    else:
+        kind = "chosen"
+    sites: list[Site] = []
+    seen: set[str] = set()
+    for _, value in items:
+        api_found = _api_of(value, collection_scope, resolver)
+        if api_found is None:
+            continue
+        name, api = api_found
+        if not api.is_module or api.family not in _CHOSEN_FAMILIES or api.name in seen:
+            continue
+        seen.add(api.name)
+        site = Site(call, api, name, kind, scope, resolver)
+        site.chosen_from = code_of(func).strip()
+        _bind_arguments(site, call.args)
+        sites.append(site)
+    return sites
+
+
+def _collection(node: cst.BaseExpression, scope: Scope, resolver: Resolver):
+    if isinstance(node, (cst.Tuple, cst.List, cst.Dict)):
+        return node, scope
+    if isinstance(node, cst.Name):
+        bindings = resolver.lookup(node.value, scope) or []
+        if len(bindings) == 1 and isinstance(bindings[0], Collection):
+            return bindings[0].expression, bindings[0].scope
+    return None
+
+
+def _collection_items(collection) -> list[tuple[object, cst.BaseExpression]]:
+    """(key, value) pairs: the position for a tuple/list, the literal key (or None) for a dict."""
+    if isinstance(collection, cst.Dict):
+        out = []
+        for element in collection.elements:
+            if isinstance(element, cst.DictElement):
+                key = evaluate(element.key)
+                out.append((key.single if key.known else None, element.value))
+        return out
+    return [(i, element.value) for i, element in enumerate(collection.elements) if isinstance(element, cst.Element)]
 
 
 def _bind_arguments(site: Site, args) -> None:

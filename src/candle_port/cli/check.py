@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Annotated, Optional
 
 import typer
+from rich.markup import escape
 
 from candle_port.cache import DEFAULT_CACHE_DIR
 from candle_port.cli import common
@@ -53,7 +54,7 @@ def check_command(
 
         print_file_errors(stderr, report.errors)
     for directory in report.empty_directories:
-        stderr.print(f"[yellow]warning[/yellow]: no Python files found under {directory}", highlight=False, markup=True)
+        stderr.print(f"[yellow]warning[/yellow]: no Python files found under {escape(directory)}", highlight=False, soft_wrap=True)
     if not quiet:
         from candle_port.output.text import summary
 

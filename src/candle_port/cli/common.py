@@ -10,7 +10,7 @@ import typer
 from rich.console import Console
 from rich.markup import escape
 
-from candle_port.config import Config, ConfigError, load_config
+from candle_port.config import Config, ConfigError, check_codes, load_config
 from candle_port.output import OutputFormat
 
 SETTINGS = {"help_option_names": ["-h", "--help"]}
@@ -77,9 +77,12 @@ def effective_config(config_path: Path | None, paths: list[str], select: str | N
             break
     try:
         config = load_config(config_path, start if start is not None and start.exists() else None)
+        selected, ignored = split_codes(select), split_codes(ignore)
+        check_codes(selected or (), "--select")
+        check_codes(ignored or (), "--ignore")
     except ConfigError as exc:
         fail_usage(str(exc))
-    return config.with_options(select=split_codes(select), ignore=split_codes(ignore))
+    return config.with_options(select=selected, ignore=ignored)
 
 
 def stderr_console() -> Console:

@@ -69,13 +69,17 @@ def fix_command(
         bool,
         typer.Option("--force-read-only", help="Rewrite read-only files too (they stay read-only); by default they are left alone and reported (exit 4).", rich_help_panel=common.CONFIGURATION),
     ] = False,
+    include_no_grad: Annotated[
+        bool,
+        typer.Option("--include-no-grad", help="Also rewrite sites under torch.no_grad() / torch.inference_mode() (left alone by default: no gradient flows there).", rich_help_panel=common.CONFIGURATION),
+    ] = False,
     jobs: common.Jobs = None,
     quiet: common.Quiet = False,
     version: common.VersionOption = None,
 ) -> None:
     """Rewrite bilinear upsampling so the model trains in candle (runtime, nearest or convtranspose)."""
     paths = paths or ["."]
-    settings = common.effective_config(config, paths, select, ignore)
+    settings = common.effective_config(config, paths, select, ignore).with_options(include_no_grad=include_no_grad or None)
     chosen = strategy.value if strategy is not None else settings.strategy
     write = not (diff or check)
     from candle_port.rewriters.files import fix_files, unified_diff
@@ -181,6 +185,7 @@ def _summarize(report, strategy: str, output_format: SummaryFormat, quiet: bool,
             "files_changed": [r.path for r in report.changed],
             "vendored": report.vendored,
             "interrupted": report.interrupted,
+            "empty_directories": list(report.empty_directories),
         }
         text = json.dumps(data, indent=2)
         print(text, file=sys.stderr if stdin else sys.stdout)
@@ -188,6 +193,8 @@ def _summarize(report, strategy: str, output_format: SummaryFormat, quiet: bool,
     err = common.stderr_console()
     for e in report.errors:
         err.print(f"[bold red]error[/bold red]: {escape(e.describe())}", soft_wrap=True)
+    for directory in report.empty_directories:  # as port-check says it
+        err.print(f"[yellow]warning[/yellow]: no Python files found under {escape(directory)}", soft_wrap=True)
     if quiet:
         return
     notes = sorted({f.note for _, f in fixed if f.note})

@@ -19,7 +19,7 @@ def render(findings: list[Finding], errors: list[FileError]) -> str:
         level = "error" if f.severity is Severity.ERROR else "warning"
         lines.append(
             f"::{level} title={_escape_property(f'candle-port ({f.code})')},file={_escape_property(f.path)},"
-            f"line={f.line},col={f.column},endLine={f.end_line or f.line}::{_escape_data(f'{f.code} {f.message}')}"
+            f"line={f.line},col={f.column},endLine={f.end_line or f.line}::{_escape_data(f'{f.code} {f.message}' + (f' (hint: {f.hint})' if f.hint else ''))}"
         )
     for e in errors:
         where = f",line={e.line},col={e.column or 1}" if e.line else ""

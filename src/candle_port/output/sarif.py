@@ -27,7 +27,7 @@ def render(findings: list[Finding], errors: list[FileError]) -> str:
                 "ruleId": f.code,
                 "ruleIndex": index[f.code],
                 "level": "error" if f.severity is Severity.ERROR else "warning",
-                "message": {"text": f"{f.message}. Why: {f.why}."},
+                "message": {"text": f"{f.message}. Why: {f.why}." + (f" Fix by hand: {f.hint}." if f.hint else "")},
                 "locations": [
                     {
                         "physicalLocation": {

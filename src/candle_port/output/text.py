@@ -19,6 +19,8 @@ def print_findings(console: Console, findings: list[Finding], show_fixes: bool =
         last_path = f.path
         style = "bold red" if f.severity is Severity.ERROR else "bold yellow"
         fixes = f" [dim]\\[fix: {escape(', '.join(f.fixes))}][/dim]" if (show_fixes and f.fixes) else ""
+        if show_fixes and f.hint and not f.fixes:
+            fixes = f" [dim]\\[hint: {escape(f.hint)}][/dim]"
         console.print(
             f"[bold]{escape(f.path)}[/bold]:{f.line}:{f.column}: [{style}]{f.code}[/{style}] {escape(f.message)}{fixes}",
             soft_wrap=True,

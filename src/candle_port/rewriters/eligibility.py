@@ -81,6 +81,8 @@ def _names_of(site: Site, binding) -> set[str]:
 
 def refusal(strategy: str, site: Site) -> str | None:
     """None when `strategy` can rewrite `site`; otherwise why not, in one sentence."""
+    if site.kind in ("chosen", "picked"):
+        return f"the layer is indexed out of a collection ({site.chosen_from}); rewrite the collection by hand"
     if site.api.family not in RUNTIME_FAMILIES:
         return f"{site.api.name} has no equivalent in candle; rewrite it by hand"
     rebound = rebinding(site)

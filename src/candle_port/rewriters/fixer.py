@@ -21,7 +21,7 @@ import libcst as cst
 
 from candle_port.analysis.positions import call_positions
 from candle_port.analysis.sites import Site, scan_module
-from candle_port.checker import findings_for_scan, parse
+from candle_port.checker import findings_for_scan, harmless_without_gradients, parse
 from candle_port.config import Config
 from candle_port.findings import FileError
 from candle_port.prefilter import may_hold_sites
@@ -55,6 +55,7 @@ class Skipped:
     line: int
     column: int
     reason: str
+    no_grad: bool = False  # left alone because it runs under torch.no_grad() (still a finding)
 
 
 @dataclass(frozen=True)
@@ -141,6 +142,10 @@ def fix_text(
                 result.skipped.append(Skipped(",".join(raw), line, column, reason))
             continue
         code = ",".join(sorted(set(codes)))
+        if not config.include_no_grad and harmless_without_gradients(site, codes):
+            reason = f"under `{site.no_grad}`, not on a gradient path; --include-no-grad rewrites it"
+            result.skipped.append(Skipped(code, line, column, reason, no_grad=True))
+            continue
         reason = refusal(strategy, site)
         if reason is None and not set(codes) <= set(strategies.FIXED_CODES[strategy]):
             reason = f"the {strategy} strategy does not fix {code}"
@@ -272,7 +277,8 @@ def _verify(new_text: str, path: str, config: Config, strategy: str, result: Fix
 
     fixed_codes = set(strategies.FIXED_CODES[strategy])
     remaining = {(f.line, f.column) for f in check_module(module, new_text, path, config) if f.code in fixed_codes}
-    allowed = sum(1 for r in result.refused if set(r.code.split(",")) & fixed_codes)
+    kept = (*result.refused, *(s for s in result.skipped if s.no_grad))
+    allowed = sum(1 for r in kept if set(r.code.split(",")) & fixed_codes)
     if len(remaining) > allowed:
         return f"port-check still reports {', '.join(sorted(fixed_codes))} at {len(remaining) - allowed} fixed site(s)"
     return None

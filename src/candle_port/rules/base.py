@@ -18,6 +18,9 @@ class Hit:
     message: str
     fixes: tuple[str, ...] = ()
     severity: Severity | None = None
+    hint: str = ""  # how to rewrite it by hand, where no port-fix strategy does (the rule's fix_hint)
+    # Only the backward is missing or wrong (candle runs the forward): harmless under torch.no_grad().
+    backward_only: bool = False
 
 
 class Rule:
@@ -45,6 +48,8 @@ class Rule:
 def describe_call(site: Site) -> str:
     """How the user wrote the API, for messages: `nn.Upsample`, `F.interpolate`, `torch.max_pool2d`, ..."""
     prefix = "functools.partial of " if site.kind == "partial" else ""
+    if site.kind == "chosen":
+        prefix = f"{site.chosen_from}, layer chosen at run time, possibly "
     shown = site.api.name
     if site.api.family not in ("interpolate", "grid_sample"):
         if site.api.is_module:

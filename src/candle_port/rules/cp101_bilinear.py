@@ -53,4 +53,5 @@ class BilinearUpsampling(Rule):
             f"{describe_call(site)}(mode='bilinear'{detail}) has no backward in candle "
             "(upsample_bilinear2d)",
             applicable(site),
+            backward_only=True,
         )

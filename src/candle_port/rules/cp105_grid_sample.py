@@ -31,4 +31,4 @@ class GridSample(Rule):
             return
         mode = site.mode
         shown = f"(mode='{mode.single}')" if site.api.accepts_mode and mode.known and not mode.omitted else ""
-        yield Hit(f"{describe_call(site)}{shown} has no op in candle")
+        yield Hit(f"{describe_call(site)}{shown} has no op in candle", hint=self.fix_hint)

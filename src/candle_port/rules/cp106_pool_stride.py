@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import libcst as cst
+
 from candle_port.analysis.sites import Site
-from candle_port.analysis.values import Value
+from candle_port.analysis.values import Value, evaluate
+from candle_port.findings import Severity
 from candle_port.rewriters.eligibility import applicable
 from candle_port.rules.base import Hit, Rule, describe_call
 
@@ -32,19 +35,47 @@ def is_max_pool(site: Site) -> bool:
 
 
 def shown(site: Site, name: str) -> str:
+    """`name=<as written>`, with a parameter's literal default when the value is that parameter."""
     value = site.value(name)
-    return f"{name}={value.source.strip() if not value.omitted else repr(value.candidates[0])}"
+    text = f"{name}={value.source.strip() if not value.omitted else repr(value.candidates[0])}"
+    has_default, default = parameter_default(site, name) if not value.known else (False, None)
+    return f"{text} (default {default!r})" if has_default else text
+
+
+def parameter_default(site: Site, name: str) -> tuple[bool, object]:
+    """(True, d) when the argument is a bare parameter of the enclosing function whose default is the
+    literal d (`def __init__(self, k=5): nn.MaxPool2d(k, 1)`): the value unless a caller passes another."""
+    node = site.value(name).node
+    if not isinstance(node, cst.Name):
+        return False, None
+    found = site.resolver.parameter(node.value, site.scope)
+    if found is None or found[0].default is None:
+        return False, None
+    return literal(evaluate(found[0].default))
 
 
 def pool_problems(site: Site) -> tuple[bool, list[str]]:
-    """(kernel != stride proven, the settings candle's pooling lacks), from literals only."""
+    """(kernel != stride proven, the settings candle's pooling lacks), from literals only.
+
+    A literal stride of 1 cannot equal the kernel unless the pooling is an identity (kernel 1), so it
+    differs whatever the kernel is (YOLO's SPPF: `nn.MaxPool2d(kernel_size=k, stride=1, padding=k // 2)`).
+    """
     dims = dims_of(site)
     known_stride, stride = literal(site.value("stride"))
     known_kernel, kernel = literal(site.value("kernel_size"))
     stride_differs = False
-    if known_stride and known_kernel and stride not in (None, [], ()):
-        strides, kernels = int_tuple(stride, dims), int_tuple(kernel, dims)
-        stride_differs = strides is not None and kernels is not None and strides != kernels
+    if known_stride and stride not in (None, [], ()):
+        strides = int_tuple(stride, dims)
+        if known_kernel:
+            kernels = int_tuple(kernel, dims)
+            stride_differs = strides is not None and kernels is not None and strides != kernels
+        else:
+            has_default, default = parameter_default(site, "kernel_size")
+            kernels = int_tuple(default, dims) if has_default else None
+            if kernels is not None:
+                stride_differs = strides is not None and strides != kernels
+            else:
+                stride_differs = strides is not None and all(s == 1 for s in strides)
     missing: list[str] = []
     for name, neutral in (("padding", 0), ("dilation", 1)):
         if name not in site.api.params:
@@ -79,6 +110,10 @@ class PoolStride(Rule):
         "candle-core/src/backprop.rs:343-377 (../shared/candle-ops.md, sections 2.1 and 3.2; "
         "measured in candle 0.11.0: docs/candle-measured.md)"
     )
+    severity_note = (
+        "a warning when kernel != stride rests on a parameter's default kernel size; a literal stride of 1 "
+        "is an error whatever the kernel (it cannot equal a kernel > 1)"
+    )
     fix_hint = (
         "port-fix swaps in candle_port.runtime's pooling (gather / matmul, exact, full backward); or use "
         "kernel_size == stride without padding (pad the input yourself first if needed)"
@@ -89,6 +124,7 @@ class PoolStride(Rule):
         "import torch.nn.functional as F\ny = F.avg_pool2d(x, 3, stride=s)\n",
         "import torch.nn.functional as F\ny = F.max_pool2d(x, k, 2)\n",
         "from torch import nn\nm = nn.MaxPool2d(2, 2, 0, 1, True)\n",
+        "from torch import nn\ndef pool(k=2):\n    return nn.MaxPool2d(k, 2)\n",
         "def max_pool2d(x, k, s): return x\ny = max_pool2d(x, 3, 2)\n",
     )
     INVALID = (
@@ -99,6 +135,10 @@ class PoolStride(Rule):
         "from torch.nn import AvgPool2d as P\nm = P(2, ceil_mode=True)\n",
         "import torch\ny = torch.nn.functional.max_pool1d(x, 3, 1)\n",
         "from torch import nn\nm = nn.MaxPool2d(2, dilation=2)\n",
+        "from torch import nn\nclass SPPF(nn.Module):\n    def __init__(self, k=5):\n"
+        "        self.m = nn.MaxPool2d(kernel_size=k, stride=1, padding=k // 2)\n",
+        "from torch import nn\ndef pool(k):\n    return nn.MaxPool2d(k, 1)\n",
+        "from torch import nn\ndef pool(k=3):\n    return nn.MaxPool2d(k, 2)\n",
     )
 
     def check(self, site: Site):
@@ -115,4 +155,16 @@ class PoolStride(Rule):
         if missing:
             settings = ", ".join(m.split("=")[0] for m in missing)
             reasons.append(f"candle's {op.replace('pool', '_pool')} has no {settings}")
-        yield Hit(f"{describe_call(site)}({', '.join(arguments + missing)}): {'; '.join(reasons)}", applicable(site))
+        yield Hit(
+            f"{describe_call(site)}({', '.join(arguments + missing)}): {'; '.join(reasons)}",
+            applicable(site),
+            severity=Severity.WARNING if stride_differs and not missing and _kernel_from_default(site) else None,
+            backward_only=not missing,  # padding, dilation, ceil_mode: no candle forward either
+        )
+
+
+def _kernel_from_default(site: Site) -> bool:
+    """Whether kernel != stride rests on a parameter's default (a caller may pass the stride)."""
+    known_stride, stride = literal(site.value("stride"))
+    strides = int_tuple(stride, dims_of(site)) if known_stride else None
+    return not literal(site.value("kernel_size"))[0] and not (strides and all(s == 1 for s in strides))

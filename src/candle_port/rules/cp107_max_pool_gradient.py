@@ -74,4 +74,5 @@ class MaxPoolGradient(Rule):
             f"{describe_call(site)}: candle's max_pool2d backward is silently wrong (no error): "
             f"the maximum gets {scale}",
             applicable(site),
+            backward_only=True,
         )

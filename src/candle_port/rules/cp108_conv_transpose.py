@@ -3,8 +3,18 @@
 from __future__ import annotations
 
 from candle_port.analysis.sites import Site
+from candle_port.findings import Severity
 from candle_port.rules.base import Hit, Rule, describe_call
 from candle_port.rules.cp106_pool_stride import int_tuple, literal
+
+
+HINT_1D = (
+    "unsqueeze to 2-D and use conv_transpose2d with a (1, k) kernel, padding 0 and output_padding 0 "
+    "(candle applies both to the height too), then crop `padding` columns from each end and append "
+    "`output_padding` zero columns"
+)
+HINT_GROUPS = "split the channels and run one conv_transpose2d per group, then cat"
+HINT_OUTPUT_PADDING = "keep output_padding < stride"
 
 
 class ConvTranspose(Rule):
@@ -31,17 +41,13 @@ class ConvTranspose(Rule):
         "candle-core/src/backprop.rs:314-342 (../shared/candle-ops.md, sections 2.1 and 3.3; "
         "measured in candle 0.11.0: docs/candle-measured.md)"
     )
-    fix_hint = (
-        "1-D: unsqueeze to 2-D and use conv_transpose2d with a (1, k) kernel, padding 0 and output_padding 0 "
-        "(candle applies both to the height too), then crop `padding` columns from each end and append "
-        "`output_padding` zero columns; groups: split the channels "
-        "and run one conv_transpose2d per group, then cat; keep output_padding < stride"
-    )
+    severity_note = "a warning when groups is not known statically (a variable, `math.gcd(c1, c2)`)"
+    fix_hint = f"1-D: {HINT_1D}; groups: {HINT_GROUPS}; {HINT_OUTPUT_PADDING}"
     VALID = (
         "from torch import nn\nm = nn.ConvTranspose2d(64, 32, 2, stride=2)\n",
         "from torch import nn\nm = nn.ConvTranspose2d(64, 32, 3, 2, 1, 1)\n",
         "import torch.nn.functional as F\ny = F.conv_transpose2d(x, w, None, 2, 1, 1, 1)\n",
-        "from torch import nn\nm = nn.ConvTranspose2d(c, c, 4, 2, 1, groups=g)\n",
+        "from torch import nn\nm = nn.ConvTranspose2d(c, c, 4, 2, 1, groups=1)\n",
         "from torch import nn\nm = nn.Conv1d(8, 8, 3)\n",
     )
     INVALID = (
@@ -51,6 +57,8 @@ class ConvTranspose(Rule):
         "from torch import nn\nm = nn.ConvTranspose2d(64, 64, 4, 2, 1, 0, 4)\n",
         "import torch.nn.functional as F\ny = F.conv_transpose2d(x, w, None, 1, 0, 1, 1, 2)\n",
         "from torch.nn import ConvTranspose2d as Up\nm = Up(8, 8, 3, stride=2, output_padding=(2, 0))\n",
+        "from torch import nn\nm = nn.ConvTranspose2d(c, c, 4, 2, 1, groups=g)\n",
+        "import math\nfrom torch import nn\nm = nn.ConvTranspose2d(c1, c2, 4, 2, 1, groups=math.gcd(c1, c2))\n",
     )
 
     def check(self, site: Site):
@@ -58,12 +66,26 @@ class ConvTranspose(Rule):
             return
         call = describe_call(site)
         if "1d" in site.api.name:
-            yield Hit(f"{call}: candle has no backward for conv_transpose1d ('backward is not supported for conv-transpose1d')")
+            yield Hit(
+                f"{call}: candle has no backward for conv_transpose1d ('backward is not supported for conv-transpose1d')",
+                hint=HINT_1D,
+                backward_only=True,
+            )
             return
         groups = site.value("groups")
         known, value = literal(groups)
         if known and isinstance(value, int) and not isinstance(value, bool) and value != 1:
-            yield Hit(f"{call}(groups={groups.source.strip()}): candle's conv_transpose2d has no groups (no forward)")
+            yield Hit(
+                f"{call}(groups={groups.source.strip()}): candle's conv_transpose2d has no groups (no forward)",
+                hint=HINT_GROUPS,
+            )
+        elif not groups.known and groups.node is not None:  # written, but computed
+            yield Hit(
+                f"{call} groups not known statically ({site.describe_dynamic('groups')}): candle's conv_transpose2d "
+                "has no groups, so any value but 1 has no forward",
+                severity=Severity.WARNING,
+                hint=HINT_GROUPS,
+            )
         padding, stride = site.value("output_padding"), site.value("stride")
         (known_pad, pad), (known_stride, step) = literal(padding), literal(stride)
         pads = int_tuple(pad, 2) if known_pad else None
@@ -73,5 +95,7 @@ class ConvTranspose(Rule):
             yield Hit(
                 f"{call}(output_padding={padding.source.strip()}, stride={stride_text}): candle's "
                 "conv_transpose2d backward ignores output_padding and fails with a shape mismatch "
-                "unless output_padding < stride"
+                "unless output_padding < stride",
+                hint=HINT_OUTPUT_PADDING,
+                backward_only=True,
             )

@@ -42,4 +42,7 @@ class Volumetric(Rule):
     def check(self, site: Site):
         if site.api.family != "volumetric":
             return
-        yield Hit(f"{describe_call(site)}: candle has no 3-D convolution or pooling op (no forward, no backward)")
+        yield Hit(
+            f"{describe_call(site)}: candle has no 3-D convolution or pooling op (no forward, no backward)",
+            hint=self.fix_hint,
+        )
