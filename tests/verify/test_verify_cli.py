@@ -101,6 +101,21 @@ def test_two_files_with_relative_import():
     assert "/twofile_pkg/blocks.py" not in data["module_files"]["rewritten"]
 
 
+def test_a_driver_outside_the_source_root_builds_the_rewritten_package():
+    result, data = run_json(f"{FIXTURES}/driver_twofile.py:build", "--input-shape", "1,3,16,16",
+                            "--source-root", FIXTURES / "twofile_pkg")
+    assert result.exit_code == 0, result.output
+    assert data["rewrite"]["changed"] == ["blocks.py"]
+    assert lacking(data, "original") == ["upsample_bilinear2d"] and lacking(data, "rewritten") == []
+
+
+def test_a_driver_that_never_imports_the_source_root_is_an_error():
+    result = run(f"{FIXTURES}/driver_twofile.py:unrelated", "--input-shape", "1,3,16,16",
+                 "--source-root", FIXTURES / "twofile_pkg")
+    assert result.exit_code == 2
+    assert "imported nothing from it" in result.output
+
+
 def planted(name):
     text = (FIXTURES / "planted" / name).read_text(encoding="utf-8")
     return lambda source, strategy, path: (text, True)

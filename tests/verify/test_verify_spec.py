@@ -56,10 +56,17 @@ def test_package_source_root():
     assert root.modules == {"twofile_pkg": "twofile_pkg"}
 
 
-def test_source_root_must_hold_the_model():
+def test_a_package_root_outside_the_models_file_makes_it_a_driver():
+    spec = parse_model_spec(f"{FIXTURES}/unet_bilinear.py:SmallUNet")
+    assert resolve_source_root(spec, FIXTURES / "twofile_pkg").driver
+    assert not resolve_source_root(spec, None).driver
+
+
+def test_a_plain_directory_root_must_hold_the_model(tmp_path):
+    (tmp_path / "other.py").write_text("x = 1\n")
     spec = parse_model_spec(f"{FIXTURES}/unet_bilinear.py:SmallUNet")
     with pytest.raises(SpecError):
-        resolve_source_root(spec, FIXTURES / "twofile_pkg")
+        resolve_source_root(spec, tmp_path)
 
 
 def _digest(root: Path) -> dict:

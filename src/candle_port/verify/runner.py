@@ -155,7 +155,11 @@ def run_verify(options: VerifyOptions, rewrite: RewriteFn | None = None,
             raise
         result = _finish(proc_b, job_b, "rewritten")
         map_graph_locations(result.get("graph"), rewritten.root / source.path.name, source.path)
-    if Path(result["module_file"]).resolve() == Path(original["module_file"]).resolve():
+    if source.driver:
+        if not result.get("redirected"):
+            raise VerifyError(f"{spec.module} is outside the source root {source.path} and building the model "
+                              f"imported nothing from it: there is nothing rewritten to compare")
+    elif Path(result["module_file"]).resolve() == Path(original["module_file"]).resolve():
         raise VerifyError(f"isolation failed: the rewritten worker imported the original {original['module_file']}")
     load = result.get("load", {"missing": [], "unexpected": []})
     tolerance = choose_tolerance(options.dtype, original.get("reference"), options.rtol, options.atol,

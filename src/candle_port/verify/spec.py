@@ -32,6 +32,8 @@ class ModelSpec:
 class SourceRoot:
     path: Path  # a .py file, a package directory, or a plain directory of modules
     modules: dict[str, str] = field(default_factory=dict)  # module name -> path relative to the copy root
+    # The model's module lies outside the root: a driver (a factory script) that imports it.
+    driver: bool = False
 
     @property
     def is_file(self) -> bool:
@@ -103,10 +105,13 @@ def resolve_source_root(spec: ModelSpec, source_root: str | os.PathLike | None) 
     else:
         raise SpecError(f"--source-root {source_root} is neither a file nor a directory")
     covered = any(spec.module == m or spec.module.startswith(m + ".") for m in modules)
-    if not covered:
+    plain_dir = path.is_dir() and not (path / "__init__.py").is_file()
+    if not covered and plain_dir:
         raise SpecError(
             f"the model's module {spec.module} ({spec.module_file}) is not inside the source root {path}"
         )
-    if path.is_dir() and not (path / "__init__.py").is_file() and path.resolve() != spec.import_root:
+    if plain_dir and path.resolve() != spec.import_root:
         raise SpecError(f"--source-root {path} is a plain directory but not the one {spec.module} is imported from")
-    return SourceRoot(path, modules)
+    # A module or package root outside the model's file is allowed (a factory script building e.g. a
+    # transformers model from a config); the run then checks that the model really imported the root.
+    return SourceRoot(path, modules, driver=not covered)

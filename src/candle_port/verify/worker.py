@@ -45,6 +45,16 @@ class _Redirect(importlib.abc.MetaPathFinder):
         return importlib.util.spec_from_file_location(fullname, location)
 
 
+def _redirected_modules(redirects: dict[str, str]) -> list[str]:
+    """The modules imported from the rewritten copy: proof that the model used the source root."""
+    names = []
+    for name, mod in list(sys.modules.items()):
+        if any(name == root or name.startswith(root + ".") for root in redirects):
+            if any(str(getattr(mod, "__file__", "") or "").startswith(loc) for loc in redirects.values()):
+                names.append(name)
+    return sorted(names)
+
+
 def _load_target(job: dict) -> Any:
     sys.path.insert(0, job["import_root"])
     if job.get("redirects"):
@@ -259,6 +269,8 @@ def run(job: dict) -> None:
     timings["build"] = time.monotonic() - t0
     dtype = getattr(torch, job["dtype"])
     result: dict[str, Any] = {"module_file": str(getattr(module, "__file__", "")), "role": job["role"]}
+    if job.get("redirects"):
+        result["redirected"] = _redirected_modules(job["redirects"])
     if job["role"] == "original":
         gen = torch.Generator().manual_seed(job["seed"] + 1)
         inputs = [torch.randn(s, dtype=dtype, generator=gen) for s in job["input_shapes"]]
