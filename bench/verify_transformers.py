@@ -69,3 +69,56 @@ def fcn() -> torch.nn.Module:
     from torchvision.models.segmentation import fcn_resnet50
 
     return FirstOutput(fcn_resnet50(weights=None, weights_backbone=None, num_classes=3, aux_loss=False), "out")
+
+
+# (factory, input shape, source root: a transformers subpackage or a torchvision one)
+ROWS = [
+    ("mobilevit", "2,3,64,64", "transformers", "models/mobilevit"),
+    ("dinov2", "1,3,42,42", "transformers", "models/dinov2"),
+    ("dpt", "1,3,48,48", "transformers", "models/dpt"),
+    ("fcn", "1,3,32,32", "torchvision", "models/segmentation"),
+]
+
+
+def _package_dir(name: str) -> Path:
+    import importlib
+
+    return Path(importlib.import_module(name).__file__).parent
+
+
+def run_row(factory: str, shape: str, package: str, sub: str, dtype: str) -> dict:
+    """One `candle-port verify` run (JSON), as a user would type it."""
+    here = Path(__file__).resolve()
+    cmd = [sys.executable, "-m", "candle_port", "verify", f"{here}:{factory}", "--input-shape", shape,
+           "--source-root", str(_package_dir(package) / sub), "--dtype", dtype, "--output-format", "json"]
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(here.parents[1] / "src"), os.environ.get("PYTHONPATH", "")]))
+    proc = subprocess.run(cmd, capture_output=True, text=True, env=env)
+    if proc.returncode not in (0, 1):
+        return {"verdict": f"error {proc.returncode}: {proc.stderr.strip().splitlines()[-1:]}"}
+    return json.loads(proc.stdout)
+
+
+def row_cells(data: dict) -> dict:
+    if "max_diffs" not in data:
+        return {"verdict": data["verdict"]}
+    d, g = data["max_diffs"], data["graphs"]
+    return {
+        "verdict": data["verdict"], "sites": data["rewrite"]["sites_fixed"],
+        "lacking": f"{len(g['original']['lacking'])} → {len(g['rewritten']['lacking'])}",
+        "wrong": f"{len(g['original']['wrong'])} → {len(g['rewritten']['wrong'])}",
+        "tensors": len(data["comparisons"]), "method": data["tolerance"]["method"],
+        "dists": f"{d['rewrite_dist_max']:.1e} / {d['own_noise_max']:.1e} ({d['worst_ratio']:.2f})",
+    }
+
+
+def main() -> None:
+    import transformers
+
+    print(f"transformers {transformers.__version__}, torch {torch.__version__}")
+    for factory, shape, package, sub in ROWS:
+        cells = {dtype: row_cells(run_row(factory, shape, package, sub, dtype)) for dtype in ("float32", "float64")}
+        print(json.dumps({"model": factory, "input": shape, "source_root": f"{package}/{sub}", **cells}))
+
+
+if __name__ == "__main__":
+    main()
