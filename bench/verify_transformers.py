@@ -8,7 +8,7 @@ tensor. Reproduce a row of the README's "Real models verified" table with, e.g.:
     PYTHONPATH=$PWD/src python -m candle_port verify bench/verify_transformers.py:mobilevit \
         --input-shape 2,3,64,64 --source-root $SITE/models/mobilevit --dtype float32
 
-`python bench/verify_transformers.py` runs every row in float32 and float64 and prints the table.
+`python bench/verify_transformers.py [mobilevit dinov2 dpt fcn]` runs the rows in float32 and float64 and prints the table.
 Optional: needs `transformers` (and torchvision for FCN), which CI does not install.
 """
 
@@ -76,7 +76,8 @@ ROWS = [
     ("mobilevit", "2,3,64,64", "transformers", "models/mobilevit"),
     ("dinov2", "1,3,42,42", "transformers", "models/dinov2"),
     ("dpt", "1,3,48,48", "transformers", "models/dpt"),
-    ("fcn", "1,3,32,32", "torchvision", "models/segmentation"),
+    # The ResNet's MaxPool2d(3, 2, 1) lives in models/resnet.py: the root must hold it too.
+    ("fcn", "1,3,32,32", "torchvision", "models"),
 ]
 
 
@@ -115,7 +116,10 @@ def main() -> None:
     import transformers
 
     print(f"transformers {transformers.__version__}, torch {torch.__version__}")
+    wanted = sys.argv[1:]  # factory names; all rows when none
     for factory, shape, package, sub in ROWS:
+        if wanted and factory not in wanted:
+            continue
         cells = {dtype: row_cells(run_row(factory, shape, package, sub, dtype)) for dtype in ("float32", "float64")}
         print(json.dumps({"model": factory, "input": shape, "source_root": f"{package}/{sub}", **cells}))
 
