@@ -8,7 +8,8 @@ tensor. Reproduce a row of the README's "Real models verified" table with, e.g.:
     PYTHONPATH=$PWD/src python -m candle_port verify bench/verify_transformers.py:mobilevit \
         --input-shape 2,3,64,64 --source-root $SITE/models/mobilevit --dtype float32
 
-`python bench/verify_transformers.py [mobilevit dinov2 dpt fcn]` runs the rows in float32 and float64 and prints the table.
+`python bench/verify_transformers.py [mobilevit dinov2 dpt fcn]` runs the rows in float32 and float64 and prints the table;
+with `--planted` it scales every rewritten resize by 1.001 instead, and each row must then fail.
 Optional: needs `transformers` (and torchvision for FCN), which CI does not install.
 """
 
@@ -112,15 +113,37 @@ def row_cells(data: dict) -> dict:
     }
 
 
+def _scaled_resize(text: str, strategy: str, path: str):
+    """port-fix's rewrite, then a planted bug: every rewritten resize scaled by 1.001 (0.1%)."""
+    from candle_port.verify.workspace import fix_with_port_fix
+
+    new_text, changed, *rest = fix_with_port_fix(text, strategy, path)
+    return (new_text.replace("candle_runtime.interpolate(", "1.001 * candle_runtime.interpolate("), changed, *rest)
+
+
+def planted(factory: str, shape: str, package: str, sub: str, dtype: str) -> str:
+    """verify's verdict on a wrong rewrite of the row (it must fail on the numbers)."""
+    from candle_port.verify.runner import VerifyOptions, run_verify
+
+    options = VerifyOptions(model=f"{Path(__file__).resolve()}:{factory}", input_shapes=[tuple(map(int, shape.split(",")))],
+                            dtype=dtype, source_root=str(_package_dir(package) / sub))
+    report = run_verify(options, rewrite=_scaled_resize).to_json()
+    d = report["max_diffs"]
+    return f"{report['verdict']} (worst ratio {d['worst_ratio']:.3g}, rewrite dist {d['rewrite_dist_max']:.2g})"
+
+
 def main() -> None:
     import transformers
 
     print(f"transformers {transformers.__version__}, torch {torch.__version__}")
-    wanted = sys.argv[1:]  # factory names; all rows when none
+    wanted = [a for a in sys.argv[1:] if a != "--planted"]  # factory names; all rows when none
     for factory, shape, package, sub in ROWS:
         if wanted and factory not in wanted:
             continue
-        cells = {dtype: row_cells(run_row(factory, shape, package, sub, dtype)) for dtype in ("float32", "float64")}
+        if "--planted" in sys.argv:
+            cells = {dtype: planted(factory, shape, package, sub, dtype) for dtype in ("float32", "float64")}
+        else:
+            cells = {dtype: row_cells(run_row(factory, shape, package, sub, dtype)) for dtype in ("float32", "float64")}
         print(json.dumps({"model": factory, "input": shape, "source_root": f"{package}/{sub}", **cells}))
 
 
