@@ -35,7 +35,7 @@ def test_readme_lists_every_rule_code():
 
 def _readme_cli_flags() -> set[str]:
     # Flags of our commands only: skip pip's and pytest's, which the README also shows.
-    foreign = {"--diff-filter", "--upgrade", "--quiet-pip"}
+    foreign = {"--diff-filter", "--upgrade", "--quiet-pip", "--no-deps"}
     flags = set(FLAG.findall(README)) - foreign
     return {f for f in flags if not f.startswith("--cov")}
 
