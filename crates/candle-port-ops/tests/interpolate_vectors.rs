@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 
 use candle_core::{DType, Device, Tensor};
 use candle_port_ops::{interpolate, Interpolate, Mode, Target};
-use common::{assert_close, floats, ints, load_family, Case};
+use common::{assert_close, assert_input_gradient, floats, ints, load_family, Case};
 use serde_json::Value;
 
 /// The case's `F.interpolate` keyword arguments as an [`Interpolate`]; panics on any key or
@@ -70,22 +70,10 @@ fn every_interpolate_case_matches_torch_forward_and_backward() {
         let opts = options(case, x.rank() - 2);
         let out = interpolate(x.as_tensor(), &opts).unwrap_or_else(|e| panic!("{}: {e}", case.id));
         let fwd = assert_close(case, "output", &out, case.tensor("output"));
-        let grads = (&out * case.tensor("grad_output"))
-            .and_then(|p| p.sum_all())
-            .and_then(|l| l.backward())
-            .unwrap_or_else(|e| panic!("{}: backward: {e}", case.id));
-        let grad = grads
-            .get(x.as_tensor())
-            .unwrap_or_else(|| panic!("{}: no gradient reached the input", case.id));
-        let bwd = assert_close(case, "grad_input", grad, case.tensor("grad_input"));
-        let dtype = if case.dtype == DType::F64 {
-            "f64"
-        } else {
-            "f32"
-        };
+        let bwd = assert_input_gradient(case, &x, &out);
         let key = (
             opts.mode.torch_name().to_string() + if opts.antialias { "+aa" } else { "" },
-            dtype,
+            case.dtype_name(),
         );
         let entry = worst.entry(key).or_insert((0.0, 0.0, 0));
         entry.0 = entry.0.max(fwd);

@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 
 use candle_core::{DType, Result, Tensor};
 use candle_port_ops::*;
-use common::{assert_close, ints, load_family, Case};
+use common::{assert_close, assert_input_gradient, ints, load_family, Case};
 use serde_json::Value;
 
 /// The keyword arguments each op family reads; any other key fails the test (no silent skip).
@@ -158,19 +158,9 @@ fn pooling_matches_torch_forward_indices_and_backward() -> Result<()> {
                 got.is_some()
             ),
         }
-        let loss = out.mul(case.tensor("grad_output"))?.sum_all()?;
-        let grads = loss.backward()?;
-        let grad = grads
-            .get(var.as_tensor())
-            .unwrap_or_else(|| panic!("{}: no gradient reached the input", case.id));
-        let bwd = assert_close(case, "grad_input", grad, case.tensor("grad_input"));
-        let dtype = if case.dtype == DType::F64 {
-            "f64"
-        } else {
-            "f32"
-        };
+        let bwd = assert_input_gradient(case, &var, &out);
         let entry = worst
-            .entry((case.op.clone(), dtype))
+            .entry((case.op.clone(), case.dtype_name()))
             .or_insert((0.0, 0.0, 0));
         *entry = (entry.0.max(fwd), entry.1.max(bwd), entry.2 + 1);
     }

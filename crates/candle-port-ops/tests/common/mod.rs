@@ -41,6 +41,14 @@ impl Case {
         }
     }
 
+    /// `f32` or `f64`, for tables of worst errors.
+    pub fn dtype_name(&self) -> &'static str {
+        match self.dtype {
+            DType::F64 => "f64",
+            _ => "f32",
+        }
+    }
+
     /// The input as a `Var`, so that the op's graph is recorded.
     pub fn input_var(&self) -> Var {
         Var::from_tensor(self.tensor("input")).expect("input var")
@@ -173,4 +181,19 @@ pub fn floats(v: &Value, n: usize) -> Option<Vec<f64>> {
         Value::Array(xs) => Some(xs.iter().map(|x| x.as_f64().expect("float")).collect()),
         other => panic!("not a number or list: {other}"),
     }
+}
+
+/// d/dx of `sum(y * g)`, or `None` when candle's graph has no path from `x` (a cut).
+pub fn grad_of(x: &Var, y: &Tensor, g: &Tensor) -> candle_core::Result<Option<Tensor>> {
+    let grads = (y * g)?.sum_all()?.backward()?;
+    Ok(grads.get(x.as_tensor()).cloned())
+}
+
+/// Assert that the input gradient of `sum(out * grad_output)` is torch's `grad_input` within the
+/// case's bound (panics when the backward fails or never reaches `x`); returns the error.
+pub fn assert_input_gradient(case: &Case, x: &Var, out: &Tensor) -> f64 {
+    let grad = grad_of(x, out, case.tensor("grad_output"))
+        .unwrap_or_else(|e| panic!("{}: backward: {e}", case.id))
+        .unwrap_or_else(|| panic!("{}: no gradient reached the input", case.id));
+    assert_close(case, "grad_input", &grad, case.tensor("grad_input"))
 }
