@@ -38,6 +38,7 @@ from .pooling_modules import (
     MaxPool1d,
     MaxPool2d,
 )
+from .transposed_conv import ConvTranspose1d, ConvTranspose2d, conv_transpose1d, conv_transpose2d
 from .trilinear import upsample_trilinear3d
 
 __all__ = [
@@ -47,6 +48,8 @@ __all__ = [
     "AdaptiveMaxPool2d",
     "AvgPool1d",
     "AvgPool2d",
+    "ConvTranspose1d",
+    "ConvTranspose2d",
     "MaxPool1d",
     "MaxPool2d",
     "Upsample",
@@ -62,6 +65,8 @@ __all__ = [
     "avg_pool2d",
     "clear_cache",
     "clear_pooling_cache",
+    "conv_transpose1d",
+    "conv_transpose2d",
     "interpolate",
     "max_pool1d",
     "max_pool1d_with_indices",
