@@ -12,6 +12,7 @@ from .bicubic import upsample_bicubic2d
 from .bilinear import clear_cache, upsample_bilinear2d, upsample_linear1d
 from .functional import interpolate, upsample, upsample_bilinear, upsample_nearest
 from .modules import Upsample, UpsamplingBilinear2d, UpsamplingNearest2d
+from .grid_sample import affine_grid, grid_sample
 from .nearest import upsample_nearest_nd
 from .pooling import (
     adaptive_avg_pool1d,
@@ -61,12 +62,14 @@ __all__ = [
     "adaptive_max_pool1d_with_indices",
     "adaptive_max_pool2d",
     "adaptive_max_pool2d_with_indices",
+    "affine_grid",
     "avg_pool1d",
     "avg_pool2d",
     "clear_cache",
     "clear_pooling_cache",
     "conv_transpose1d",
     "conv_transpose2d",
+    "grid_sample",
     "interpolate",
     "max_pool1d",
     "max_pool1d_with_indices",

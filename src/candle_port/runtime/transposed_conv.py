@@ -165,17 +165,31 @@ def _tc_valid(nd, input, weight, bias, s, p, op, d, groups) -> bool:
         return False
     if any(v < 1 for v in s + d) or any(v < 0 for v in p + op):
         return False
+    if weight.numel() == 0 or input.device != weight.device:
+        return False
     return all(o < st or o < dl for o, st, dl in zip(op, s, d)) and input.dtype == weight.dtype
 
 
 def _tc_transposed(nd, torch_fn, input, weight, bias, stride, padding, output_padding, groups, dilation):
     args = (input, weight, bias, stride, padding, output_padding, groups, dilation)
-    meta = _tc_meta(torch_fn, *args)
-    if meta is None or not input.is_floating_point() or meta.numel() == 0 or input.numel() == 0:
+    try:
+        s, p, op, d = (_tc_ints(v, nd) for v in (stride, padding, output_padding, dilation))
+        ok = (
+            isinstance(input, torch.Tensor)
+            and isinstance(weight, torch.Tensor)
+            and input.is_floating_point()
+            and input.numel() > 0
+            and len(s) == len(p) == len(op) == len(d) == nd
+            and _tc_valid(nd, input, weight, bias, s, p, op, d, groups)
+        )
+    except (TypeError, ValueError):
+        ok = False
+    if ok:
+        k = weight.shape[2:]
+        sizes = input.shape[-nd:]
+        ok = all((n - 1) * st - 2 * pd + dl * (kk - 1) + o + 1 > 0 for n, st, pd, dl, kk, o in zip(sizes, s, p, d, k, op))
+    if not ok:
         return torch_fn(*args)  # torch raises, or computes what needs no composition
-    s, p, op, d = (_tc_ints(v, nd) for v in (stride, padding, output_padding, dilation))
-    if not _tc_valid(nd, input, weight, bias, s, p, op, d, groups):
-        return torch_fn(*args)  # torch raises
     batched = input.dim() == nd + 2
     x = input if batched else input.unsqueeze(0)
     x = _tc_prepare(x, weight, s, p, op, d, nd)
