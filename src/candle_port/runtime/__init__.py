@@ -41,6 +41,7 @@ from .pooling_modules import (
 )
 from .transposed_conv import ConvTranspose1d, ConvTranspose2d, conv_transpose1d, conv_transpose2d
 from .trilinear import upsample_trilinear3d
+from .volumetric_conv import Conv3d, ConvTranspose3d, conv3d, conv_transpose3d
 
 __all__ = [
     "AdaptiveAvgPool1d",
@@ -49,8 +50,10 @@ __all__ = [
     "AdaptiveMaxPool2d",
     "AvgPool1d",
     "AvgPool2d",
+    "Conv3d",
     "ConvTranspose1d",
     "ConvTranspose2d",
+    "ConvTranspose3d",
     "MaxPool1d",
     "MaxPool2d",
     "Upsample",
@@ -67,8 +70,10 @@ __all__ = [
     "avg_pool2d",
     "clear_cache",
     "clear_pooling_cache",
+    "conv3d",
     "conv_transpose1d",
     "conv_transpose2d",
+    "conv_transpose3d",
     "grid_sample",
     "interpolate",
     "max_pool1d",
