@@ -41,7 +41,7 @@ __all__ = [
     "max_pool3d_with_indices",
 ]
 
-_Arg3 = Union[int, Sequence[int]]
+_VpArg = Union[int, Sequence[int]]
 
 
 def _vp_ints(v, default=None) -> Tuple[int, int, int]:
@@ -177,10 +177,10 @@ def _vp_max(x, kernel_size, stride, padding, dilation, ceil_mode, return_indices
 
 def max_pool3d(
     input: torch.Tensor,
-    kernel_size: _Arg3,
-    stride: Optional[_Arg3] = None,
-    padding: _Arg3 = 0,
-    dilation: _Arg3 = 1,
+    kernel_size: _VpArg,
+    stride: Optional[_VpArg] = None,
+    padding: _VpArg = 0,
+    dilation: _VpArg = 1,
     ceil_mode: bool = False,
     return_indices: bool = False,
 ):
@@ -202,10 +202,10 @@ def max_pool3d(
 
 def max_pool3d_with_indices(
     input: torch.Tensor,
-    kernel_size: _Arg3,
-    stride: Optional[_Arg3] = None,
-    padding: _Arg3 = 0,
-    dilation: _Arg3 = 1,
+    kernel_size: _VpArg,
+    stride: Optional[_VpArg] = None,
+    padding: _VpArg = 0,
+    dilation: _VpArg = 1,
     ceil_mode: bool = False,
     return_indices: bool = False,
 ):
@@ -298,9 +298,9 @@ def _vp_avg_apply(x: torch.Tensor, meta: torch.Tensor, axes: Tuple[_VpAxis, ...]
 
 def avg_pool3d(
     input: torch.Tensor,
-    kernel_size: _Arg3,
-    stride: Optional[_Arg3] = None,
-    padding: _Arg3 = 0,
+    kernel_size: _VpArg,
+    stride: Optional[_VpArg] = None,
+    padding: _VpArg = 0,
     ceil_mode: bool = False,
     count_include_pad: bool = True,
     divisor_override: Optional[int] = None,
