@@ -181,12 +181,14 @@ def _tc_blocks(x: torch.Tensor, weight: torch.Tensor, bias: Optional[torch.Tenso
     length = 1
     for v in sizes:
         length *= v
-    xs = x.reshape(n, groups, cin_g, length).transpose(2, 3)  # (N, g, L, C_in/g): a view
-    ws = weight.reshape(groups, cin_g, -1)  # (g, C_in/g, C_out/g * K)
-    y = torch.matmul(xs, ws)  # (N, g, L, C_out/g * K)
-    y = y.reshape((n, groups) + sizes + (cout_g,) + k)
-    # (N, g, S_0.., C_out/g, k_0..) -> (N, g, C_out/g, S_0, k_0, S_1, k_1, ..)
-    order = [0, 1, 2 + nd] + [a for i in range(nd) for a in (2 + i, 3 + nd + i)]
+    # (g, N*L, C_in/g) @ (g, C_in/g, C_out/g * K), both contiguous (a strided or broadcast
+    # operand sends CPU bmm to a slow path)
+    xs = x.reshape(n, groups, cin_g, length).permute(1, 0, 3, 2).reshape(groups, n * length, cin_g)
+    ws = weight.reshape(groups, cin_g, -1)
+    y = torch.bmm(xs, ws)  # (g, N*L, C_out/g * K)
+    y = y.reshape((groups, n) + sizes + (cout_g,) + k)
+    # (g, N, S_0.., C_out/g, k_0..) -> (N, g, C_out/g, S_0, k_0, S_1, k_1, ..)
+    order = [1, 0, 2 + nd] + [a for i in range(nd) for a in (2 + i, 3 + nd + i)]
     y = y.permute(order).reshape((n, groups * cout_g) + tuple(s_ * k_ for s_, k_ in zip(sizes, k)))
     if bias is not None:
         y = y + bias.reshape((1, -1) + (1,) * nd)
