@@ -10,6 +10,7 @@ pooling at all). Every interpolate mode is covered. Imports nothing but torch.
 from .area import resize_area
 from .bicubic import upsample_bicubic2d
 from .bilinear import clear_cache, upsample_bilinear2d, upsample_linear1d
+from .convert import convert, routed
 from .functional import interpolate, upsample, upsample_bilinear, upsample_nearest
 from .modules import Upsample, UpsamplingBilinear2d, UpsamplingNearest2d
 from .nearest import upsample_nearest_nd
@@ -62,12 +63,14 @@ __all__ = [
     "avg_pool2d",
     "clear_cache",
     "clear_pooling_cache",
+    "convert",
     "interpolate",
     "max_pool1d",
     "max_pool1d_with_indices",
     "max_pool2d",
     "max_pool2d_with_indices",
     "resize_area",
+    "routed",
     "upsample",
     "upsample_bicubic2d",
     "upsample_bilinear",
