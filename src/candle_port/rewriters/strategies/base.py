@@ -84,7 +84,10 @@ def common_refusal(site: Site) -> str | None:
     from candle_port.rewriters.strategies.runtime import has_drop_in
 
     if site.kind in ("chosen", "picked"):
-        return f"the layer is indexed out of a collection ({site.chosen_from}); rewrite the collection by hand"
+        return (
+            f"the layer is indexed out of a collection ({site.chosen_from}); rewrite the collection by hand, "
+            + CONVERT_HINT
+        )
     if not has_drop_in(site):
         return f"{site.api.name} has no equivalent in candle; rewrite it by hand"
     return rebinding(site)
