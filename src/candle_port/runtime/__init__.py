@@ -13,6 +13,7 @@ from .bilinear import clear_cache, upsample_bilinear2d, upsample_linear1d
 from .convert import convert, routed
 from .functional import interpolate, upsample, upsample_bilinear, upsample_nearest
 from .modules import Upsample, UpsamplingBilinear2d, UpsamplingNearest2d
+from .grid_sample import affine_grid, grid_sample
 from .nearest import upsample_nearest_nd
 from .pooling import (
     adaptive_avg_pool1d,
@@ -39,7 +40,9 @@ from .pooling_modules import (
     MaxPool1d,
     MaxPool2d,
 )
+from .transposed_conv import ConvTranspose1d, ConvTranspose2d, conv_transpose1d, conv_transpose2d
 from .trilinear import upsample_trilinear3d
+from .volumetric_conv import Conv3d, ConvTranspose3d, conv3d, conv_transpose3d
 
 __all__ = [
     "AdaptiveAvgPool1d",
@@ -48,6 +51,10 @@ __all__ = [
     "AdaptiveMaxPool2d",
     "AvgPool1d",
     "AvgPool2d",
+    "Conv3d",
+    "ConvTranspose1d",
+    "ConvTranspose2d",
+    "ConvTranspose3d",
     "MaxPool1d",
     "MaxPool2d",
     "Upsample",
@@ -59,11 +66,17 @@ __all__ = [
     "adaptive_max_pool1d_with_indices",
     "adaptive_max_pool2d",
     "adaptive_max_pool2d_with_indices",
+    "affine_grid",
     "avg_pool1d",
     "avg_pool2d",
     "clear_cache",
     "clear_pooling_cache",
+    "conv3d",
+    "conv_transpose1d",
+    "conv_transpose2d",
+    "conv_transpose3d",
     "convert",
+    "grid_sample",
     "interpolate",
     "max_pool1d",
     "max_pool1d_with_indices",

@@ -1,0 +1,280 @@
+"""Transposed convolutions (1-D, 2-D with groups / output_padding / dilation) as plain convolutions.
+
+candle's ``conv_transpose1d`` has no backward, its ``conv_transpose2d`` no ``groups`` argument and a
+backward that ignores ``output_padding``; its ``conv1d`` / ``conv2d`` have full backwards (conv2d
+with one stride, one dilation, one padding and equal H/W residuals; ../shared/candle-ops.md 2.1).
+These functions equal torch's (values, input / weight / bias gradients) and touch the input only
+through ``cat`` (one zero slice), ``index_select``, ``constant_pad_nd`` and ``conv1d`` / ``conv2d``
+(stride 1):
+
+    conv_transpose(x, w, s, p, op, g, d)
+      = conv(dilate_s(x) padded by d(k-1)-p left and d(k-1)-p+op right,   # one index_select per axis
+             flip(w) with in/out channels swapped per group, dilation d, groups g)
+
+Every output element sums exactly the products torch's col2im sums (plus products with inserted
+zeros, which are exact zeros for finite weights), so an inf / NaN in the input reaches only the
+outputs it reaches in torch. Imports nothing but torch.
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+from typing import List, Optional, Sequence, Tuple, Union
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+from torch.utils._python_dispatch import _disable_current_modes
+
+__all__ = ["ConvTranspose1d", "ConvTranspose2d", "conv_transpose1d", "conv_transpose2d"]
+
+_IntArg = Union[int, Sequence[int]]
+
+
+# ---------------------------------------------------------------------------------------------
+# Shared helpers (also used by volumetric_conv.py and volumetric_pooling.py).
+
+
+def _tc_constant(builder, *key):
+    """``builder(*key)`` from its lru_cache, as real tensors even under make_fx / FakeTensorMode."""
+    if torch.compiler.is_compiling():
+        return builder.__wrapped__(*key)
+    if torch._C._len_torch_dispatch_stack() > 0:
+        with _disable_current_modes():
+            return builder(*key)
+    return builder(*key)
+
+
+def _tc_meta(fn, *args, **kwargs) -> Optional[torch.Tensor]:
+    """``fn`` on meta copies of the tensor arguments (torch checks them and gives the output
+    shape), or None when torch rejects them (the caller then calls torch's op so that it raises)."""
+
+    def meta(a):
+        return torch.empty_like(a, device="meta") if isinstance(a, torch.Tensor) else a
+
+    try:
+        margs = [meta(a) for a in args]
+        mkw = {k: meta(v) for k, v in kwargs.items()}
+        if torch._C._len_torch_dispatch_stack() > 0:
+            with _disable_current_modes():
+                out = fn(*margs, **mkw)
+        else:
+            out = fn(*margs, **mkw)
+    except Exception:
+        return None
+    return out[0] if isinstance(out, tuple) else out
+
+
+def _tc_ints(v, n: int) -> Tuple[int, ...]:
+    if isinstance(v, (list, tuple, torch.Size)):
+        vals = tuple(int(e) for e in v)
+        return vals * n if len(vals) == 1 else vals
+    return (int(v),) * n
+
+
+@lru_cache(maxsize=512)
+def _tc_index(rows: Tuple[int, ...], device: torch.device) -> torch.Tensor:
+    return torch.tensor(rows, dtype=torch.int64, device=device)
+
+
+def _tc_take(x: torch.Tensor, dim: int, rows: Sequence[int]) -> torch.Tensor:
+    """``x`` indexed along ``dim`` by ``rows``; a row equal to ``x.shape[dim]`` reads zeros (a zero
+    slice is concatenated first). An identity selection returns ``x`` itself."""
+    n = x.shape[dim]
+    rows = tuple(int(r) for r in rows)
+    if rows == tuple(range(n)):
+        return x
+    if any(r == n for r in rows):
+        shape = list(x.shape)
+        shape[dim] = 1
+        x = torch.cat([x, x.new_zeros(shape)], dim)
+    return x.index_select(dim, _tc_constant(_tc_index, rows, x.device))
+
+
+def _tc_dilate_rows(n: int, stride: int, left: int, right: int) -> List[int]:
+    """Rows of the zero-dilated (``stride - 1`` zeros between elements) input, padded by
+    ``left`` / ``right`` (negative: cropped); ``n`` marks a zero."""
+    length = (n - 1) * stride + 1 + left + right
+    rows = []
+    for q in range(length):
+        src = q - left
+        rows.append(src // stride if 0 <= src <= (n - 1) * stride and src % stride == 0 else n)
+    return rows
+
+
+def _tc_conv2d(x, w, bias, stride, pads, dilation, groups):
+    """``F.conv2d`` of batched ``x`` with per-side ``pads`` ((top, bottom), (left, right)), called
+    the way candle's conv2d can differentiate it: one stride, one dilation, one padding, equal
+    H/W residuals (a different stride per axis: stride 1, then ``index_select`` of rows / columns;
+    a different dilation per axis: zeros inserted in the kernel; uneven padding: ``F.pad``)."""
+    sh, sw = stride
+    dh, dw = dilation
+    if dh != dw:
+        kh, kw = w.shape[-2:]
+        w = _tc_take(w, 2, _tc_dilate_rows(kh, dh, 0, 0))
+        w = _tc_take(w, 3, _tc_dilate_rows(kw, dw, 0, 0))
+        dh = dw = 1
+    sub = None
+    if sh != sw:
+        sub, sh, sw = (stride, 1, 1)
+    kh, kw = w.shape[-2:]
+    (top, bottom), (left, right) = pads
+    if sh > 1:
+        rh = (x.shape[2] + top + bottom - dh * (kh - 1) - 1) % sh
+        rw = (x.shape[3] + left + right - dw * (kw - 1) - 1) % sw
+        if rh != rw:  # drop the trailing rows / columns no window reads
+            bottom, right = bottom - rh, right - rw
+    if top == bottom == left == right:
+        y = F.conv2d(x, w, bias, sh, top, dh, groups)
+    else:
+        y = F.conv2d(F.pad(x, (left, right, top, bottom)), w, bias, sh, 0, dh, groups)
+    if sub is not None:
+        y = _tc_take(y, 2, range(0, y.shape[2], sub[0]))
+        y = _tc_take(y, 3, range(0, y.shape[3], sub[1]))
+    return y
+
+
+def _tc_flip_weight(weight: torch.Tensor, groups: int, nd: int) -> torch.Tensor:
+    """A transposed convolution's weight (C_in, C_out/g, *k) as the equivalent convolution's
+    (C_out, C_in/g, *k): channels swapped within each group, every kernel axis reversed."""
+    cin, cout_g = weight.shape[0], weight.shape[1]
+    k = tuple(weight.shape[2:])
+    w = weight.reshape((groups, cin // groups, cout_g) + k).transpose(1, 2).reshape((groups * cout_g, cin // groups) + k)
+    for axis in range(nd):
+        w = _tc_take(w, 2 + axis, range(k[axis] - 1, -1, -1))
+    return w
+
+
+def _tc_prepare(x, weight, stride, padding, output_padding, dilation, nd):
+    """The zero-dilated, padded input (batched) for a transposed convolution."""
+    k = weight.shape[2:]
+    for axis in range(nd):
+        left = dilation[axis] * (k[axis] - 1) - padding[axis]
+        right = left + output_padding[axis]
+        x = _tc_take(x, 2 + axis, _tc_dilate_rows(x.shape[2 + axis], stride[axis], left, right))
+    return x
+
+
+def _tc_valid(nd, input, weight, bias, s, p, op, d, groups) -> bool:
+    """The checks torch's transposed convolution kernels make (its meta function skips some)."""
+    if weight.dim() != nd + 2 or input.dim() not in (nd + 1, nd + 2) or len(s) != nd:
+        return False
+    if groups < 1 or weight.shape[0] % groups or input.shape[-nd - 1] != weight.shape[0]:
+        return False
+    if bias is not None and (bias.dim() != 1 or bias.shape[0] != weight.shape[1] * groups):
+        return False
+    if any(v < 1 for v in s + d) or any(v < 0 for v in p + op):
+        return False
+    if weight.numel() == 0 or input.device != weight.device:
+        return False
+    return all(o < st or o < dl for o, st, dl in zip(op, s, d)) and input.dtype == weight.dtype
+
+
+def _tc_transposed(nd, torch_fn, input, weight, bias, stride, padding, output_padding, groups, dilation):
+    args = (input, weight, bias, stride, padding, output_padding, groups, dilation)
+    try:
+        s, p, op, d = (_tc_ints(v, nd) for v in (stride, padding, output_padding, dilation))
+        ok = (
+            isinstance(input, torch.Tensor)
+            and isinstance(weight, torch.Tensor)
+            and input.is_floating_point()
+            and input.numel() > 0
+            and len(s) == len(p) == len(op) == len(d) == nd
+            and _tc_valid(nd, input, weight, bias, s, p, op, d, groups)
+        )
+    except (TypeError, ValueError):
+        ok = False
+    if ok:
+        k = weight.shape[2:]
+        sizes = input.shape[-nd:]
+        ok = all((n - 1) * st - 2 * pd + dl * (kk - 1) + o + 1 > 0 for n, st, pd, dl, kk, o in zip(sizes, s, p, d, k, op))
+    if not ok:
+        return torch_fn(*args)  # torch raises, or computes what needs no composition
+    batched = input.dim() == nd + 2
+    x = input if batched else input.unsqueeze(0)
+    x = _tc_prepare(x, weight, s, p, op, d, nd)
+    w = _tc_flip_weight(weight, groups, nd)
+    if nd == 1:
+        y = F.conv1d(x, w, bias, 1, 0, d[0], groups)
+    else:
+        y = _tc_conv2d(x, w, bias, (1, 1), ((0, 0), (0, 0)), d, groups)
+    return y if batched else y.squeeze(0)
+
+
+def conv_transpose1d(
+    input: torch.Tensor,
+    weight: torch.Tensor,
+    bias: Optional[torch.Tensor] = None,
+    stride: _IntArg = 1,
+    padding: _IntArg = 0,
+    output_padding: _IntArg = 0,
+    groups: int = 1,
+    dilation: _IntArg = 1,
+) -> torch.Tensor:
+    r"""``F.conv_transpose1d`` (same signature, output, gradients) for candle.
+
+    Input (N, C_in, L) or (C_in, L), weight (C_in, C_out/groups, k). Output length
+    ``(L - 1) s - 2p + d (k - 1) + op + 1``.
+
+    **Composition.** ``index_select`` of the input along L with a host-built table that inserts
+    ``s - 1`` zeros between elements and pads ``d (k - 1) - p`` zeros left and that plus ``op``
+    right (a negative pad crops; the zeros come from one concatenated zero slice), then
+    ``conv1d(stride 1, padding 0, dilation d, groups g)`` with the weight reshaped to
+    (C_out, C_in/g, k) per group and reversed along k (``index_select``). The same in candle::
+
+        let xz = Tensor::cat(&[&x, &x.zeros_like()?.narrow(2, 0, 1)?], 2)?;
+        let xd = xz.index_select(&table, 2)?;                  // Op::IndexSelect
+        let w = w.reshape((g, cin / g, cout_g, k))?.transpose(1, 2)?
+                 .reshape((g * cout_g, cin / g, k))?.index_select(&rev_k, 2)?;
+        let y = xd.conv1d(&w, 0, 1, d, g)?;                     // Op::Conv1D, full backward
+        // + bias.reshape((1, cout, 1)) broadcast-added; never candle's conv_transpose1d
+    """
+    return _tc_transposed(1, F.conv_transpose1d, input, weight, bias, stride, padding, output_padding, groups, dilation)
+
+
+def conv_transpose2d(
+    input: torch.Tensor,
+    weight: torch.Tensor,
+    bias: Optional[torch.Tensor] = None,
+    stride: _IntArg = 1,
+    padding: _IntArg = 0,
+    output_padding: _IntArg = 0,
+    groups: int = 1,
+    dilation: _IntArg = 1,
+) -> torch.Tensor:
+    r"""``F.conv_transpose2d`` with groups, output_padding and dilation, for candle.
+
+    Input (N, C_in, H, W) or (C_in, H, W), weight (C_in, C_out/groups, k_h, k_w). As
+    :func:`conv_transpose1d`, per axis (one ``index_select`` each), then one ``conv2d`` with
+    stride 1, padding 0, dilation ``d`` and ``groups``; a different dilation per axis becomes
+    zeros inserted in the (flipped) kernel, so candle's single-dilation conv2d takes it.
+    """
+    return _tc_transposed(2, F.conv_transpose2d, input, weight, bias, stride, padding, output_padding, groups, dilation)
+
+
+class ConvTranspose1d(nn.ConvTranspose1d):
+    """``torch.nn.ConvTranspose1d`` whose forward is :func:`conv_transpose1d` (same state_dict)."""
+
+    def forward(self, input: torch.Tensor, output_size: Optional[List[int]] = None) -> torch.Tensor:
+        if self.padding_mode != "zeros":
+            raise ValueError("Only `zeros` padding mode is supported for ConvTranspose1d")
+        output_padding = self._output_padding(
+            input, output_size, self.stride, self.padding, self.kernel_size, 1, self.dilation
+        )
+        return conv_transpose1d(
+            input, self.weight, self.bias, self.stride, self.padding, output_padding, self.groups, self.dilation
+        )
+
+
+class ConvTranspose2d(nn.ConvTranspose2d):
+    """``torch.nn.ConvTranspose2d`` whose forward is :func:`conv_transpose2d` (same state_dict)."""
+
+    def forward(self, input: torch.Tensor, output_size: Optional[List[int]] = None) -> torch.Tensor:
+        if self.padding_mode != "zeros":
+            raise ValueError("Only `zeros` padding mode is supported for ConvTranspose2d")
+        output_padding = self._output_padding(
+            input, output_size, self.stride, self.padding, self.kernel_size, 2, self.dilation
+        )
+        return conv_transpose2d(
+            input, self.weight, self.bias, self.stride, self.padding, output_padding, self.groups, self.dilation
+        )

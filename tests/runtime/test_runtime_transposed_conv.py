@@ -1,0 +1,137 @@
+"""conv_transpose1d / conv_transpose2d (groups, output_padding, dilation) and their modules equal
+torch's in value and gradients (input, weight, bias), with inf / NaN too, pass gradcheck, and trace
+to ops candle differentiates."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+import torch.nn.functional as F
+from newops_check import candle_graph, nonfinite, parity
+from torch import nn
+
+from candle_port import runtime
+from candle_port.runtime import transposed_conv as T
+
+# (groups, stride, padding, output_padding, dilation)
+CASES_2D = [
+    pytest.param(1, 1, 0, 0, 1, id="plain"),
+    pytest.param(2, 2, 1, 1, 1, id="groups-outpad"),
+    pytest.param(3, (2, 3), (1, 0), (1, 2), (1, 2), id="groups3-aniso"),
+    pytest.param(1, 3, 2, 0, 2, id="dilated"),
+    pytest.param(2, 2, 3, 1, 1, id="pad-crops"),
+    pytest.param(6, 2, 1, 1, 1, id="depthwise"),
+]
+CASES_1D = [
+    pytest.param(1, 1, 0, 0, 1, id="plain"),
+    pytest.param(2, 2, 1, 1, 1, id="groups-outpad"),
+    pytest.param(3, 3, 2, 2, 2, id="dilated-outpad"),
+    pytest.param(1, 4, 5, 0, 1, id="pad-crops"),
+]
+DTYPES = [pytest.param(torch.float32, id="f32"), pytest.param(torch.float64, id="f64")]
+
+
+def _tensors(shape_x, shape_w, cout, dtype, seed=0):
+    gen = torch.Generator().manual_seed(seed)
+    x = torch.randn(shape_x, dtype=dtype, generator=gen).requires_grad_()
+    w = torch.randn(shape_w, dtype=dtype, generator=gen).requires_grad_()
+    b = torch.randn(cout, dtype=dtype, generator=gen).requires_grad_()
+    return x, w, b
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize(("g", "s", "p", "op", "d"), CASES_2D)
+def test_conv_transpose2d_parity(g, s, p, op, d, dtype):
+    x, w, b = _tensors((2, 6, 5, 4), (6, 2, 3, 2), 2 * g, dtype)
+    parity(
+        lambda x, w, b: runtime.conv_transpose2d(x, w, b, s, p, op, g, d),
+        lambda x, w, b: F.conv_transpose2d(x, w, b, s, p, op, g, d),
+        [x, w, b],
+    )
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize(("g", "s", "p", "op", "d"), CASES_1D)
+def test_conv_transpose1d_parity(g, s, p, op, d, dtype):
+    x, w, b = _tensors((2, 6, 7), (6, 2, 3), 2 * g, dtype)
+    parity(
+        lambda x, w, b: runtime.conv_transpose1d(x, w, b, s, p, op, g, d),
+        lambda x, w, b: F.conv_transpose1d(x, w, b, s, p, op, g, d),
+        [x, w, b],
+    )
+
+
+def test_unbatched_and_no_bias():
+    x, w, _ = _tensors((4, 5, 6), (4, 3, 3, 3), 6, torch.float64)
+    parity(lambda x, w: runtime.conv_transpose2d(x, w, None, 2, 1, 1, 2), lambda x, w: F.conv_transpose2d(x, w, None, 2, 1, 1, 2), [x, w])
+    x1, w1, _ = _tensors((4, 6), (4, 3, 3), 6, torch.float64)
+    parity(lambda x, w: runtime.conv_transpose1d(x, w, stride=2), lambda x, w: F.conv_transpose1d(x, w, stride=2), [x1, w1])
+
+
+def test_gradcheck():
+    x, w, b = _tensors((1, 4, 3, 3), (4, 1, 2, 3), 2, torch.float64)
+    fn = lambda x, w, b: runtime.conv_transpose2d(x, w, b, (2, 1), 1, (1, 0), 2, (1, 2))  # noqa: E731
+    assert torch.autograd.gradcheck(fn, (x, w, b), fast_mode=True)
+    x, w, b = _tensors((1, 4, 4), (4, 1, 3), 2, torch.float64)
+    fn = lambda x, w, b: runtime.conv_transpose1d(x, w, b, 2, 1, 1, 2, 2)  # noqa: E731
+    assert torch.autograd.gradcheck(fn, (x, w, b), fast_mode=True)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_nonfinite_input(dtype):
+    x, w, b = _tensors((1, 4, 6, 6), (4, 2, 3, 3), 4, dtype)
+    with torch.no_grad():
+        x[0, 0, 2, 3] = float("inf")
+        x[0, 1, 4, 1] = float("nan")
+        x[0, 3, 0, 0] = -float("inf")
+    bad = nonfinite(
+        lambda x, w, b: runtime.conv_transpose2d(x, w, b, 2, 1, 1, 2),
+        lambda x, w, b: F.conv_transpose2d(x, w, b, 2, 1, 1, 2),
+        [x, w, b],
+    )
+    assert 0 < bad < 100  # a few windows (matching torch), not the 576 outputs of the planes
+    x1, w1, b1 = _tensors((1, 2, 9), (2, 2, 3), 2, dtype)
+    with torch.no_grad():
+        x1[0, 0, 4] = float("inf")
+    nonfinite(lambda x, w, b: runtime.conv_transpose1d(x, w, b, 2, 1), lambda x, w, b: F.conv_transpose1d(x, w, b, 2, 1), [x1, w1, b1])
+
+
+def test_modules_state_dict_and_output_size():
+    torch.manual_seed(0)
+    ref = nn.ConvTranspose2d(4, 6, (3, 2), stride=2, padding=1, groups=2, dilation=(2, 1))
+    ours = runtime.ConvTranspose2d(4, 6, (3, 2), stride=2, padding=1, groups=2, dilation=(2, 1))
+    ours.load_state_dict(ref.state_dict())
+    assert list(ours.state_dict()) == ["weight", "bias"] and isinstance(ours, nn.ConvTranspose2d)
+    x = torch.randn(2, 4, 5, 5)
+    torch.testing.assert_close(ours(x, output_size=[12, 8]), ref(x, output_size=[12, 8]))
+    torch.testing.assert_close(ours(x), ref(x))
+    ref1 = nn.ConvTranspose1d(4, 2, 3, stride=3, output_padding=1, bias=False)
+    ours1 = runtime.ConvTranspose1d(4, 2, 3, stride=3, output_padding=1, bias=False)
+    ours1.load_state_dict(ref1.state_dict())
+    assert list(ours1.state_dict()) == ["weight"]
+    x1 = torch.randn(2, 4, 7)
+    torch.testing.assert_close(ours1(x1), ref1(x1))
+
+
+def test_rejected_arguments_raise_torchs_error():
+    x, w = torch.randn(1, 4, 5, 5), torch.randn(4, 1, 3, 3)
+    with pytest.raises(RuntimeError):
+        runtime.conv_transpose2d(x, w, None, 2, 0, 2)  # output_padding >= stride
+    with pytest.raises(RuntimeError):
+        runtime.conv_transpose2d(x, w, None, groups=3)
+
+
+@pytest.mark.parametrize(
+    "fn, shapes",
+    [
+        pytest.param(lambda x, w: T.conv_transpose2d(x, w, None, 2, 1, 1, 2), ((1, 4, 5, 6), (4, 2, 3, 3)), id="2d-groups"),
+        pytest.param(lambda x, w: T.conv_transpose2d(x, w, None, (2, 3), 0, (1, 2), 1, (1, 2)), ((1, 2, 5, 6), (2, 2, 3, 3)), id="2d-aniso"),
+        pytest.param(lambda x, w: T.conv_transpose1d(x, w, None, 2, 1, 1, 2), ((1, 4, 5), (4, 1, 3)), id="1d"),
+        pytest.param(lambda x, w: T._tc_conv2d(x, w, None, (2, 2), ((1, 1), (1, 1)), (1, 1), 1), ((1, 2, 7, 8), (2, 2, 3, 3)), id="conv2d-residuals"),
+        pytest.param(lambda x, w: T._tc_conv2d(x, w, None, (2, 1), ((1, 1), (0, 0)), (1, 1), 1), ((1, 2, 7, 8), (2, 2, 3, 3)), id="conv2d-aniso-stride"),
+    ],
+)
+def test_graph_is_candle_differentiable(fn, shapes):
+    x, w = (torch.randn(s, requires_grad=True) for s in shapes)
+    names = candle_graph(fn, [x, w], forbidden=("conv_transpose",))
+    assert "convolution" in names
