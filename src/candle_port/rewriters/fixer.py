@@ -3,7 +3,7 @@
 Which sites: those with an unsuppressed, enabled finding (port-check's own rules, suppression
 comments and config) whose code the strategy considers. Each is either fixed, refused (with
 eligibility.refusal's reason), or, when its finding is suppressed or disabled, skipped. Every
-other finding (CP105, CP108, CP110: no strategy rewrites them) is listed as unfixable, with the rule's
+other finding (an API the runtime has no drop-in for, e.g. nn.LPPool3d) is listed as unfixable, with the rule's
 hint, so the summary accounts for every site port-check reports.
 
 The result is verified before it is returned: it must parse (libcst and Python's compiler), and
@@ -60,7 +60,7 @@ class Skipped:
 
 @dataclass(frozen=True)
 class Unfixable:
-    """A finding no strategy rewrites (grid_sample, transposed/3-D convolution): left for the user, with a hint."""
+    """A finding no strategy rewrites (an API without a runtime drop-in): left for the user, with a hint."""
 
     code: str
     line: int
@@ -143,6 +143,8 @@ def fix_text(
                 result.skipped.append(Skipped(",".join(raw), line, column, reason))
             continue
         code = ",".join(sorted(set(codes)))
+        if not chosen.considers(site):
+            continue  # no runtime drop-in for this API: listed as unfixable below, with the rule's hint
         if not config.include_no_grad and harmless_without_gradients(site, codes):
             reason = f"under `{site.no_grad}`, not on a gradient path; --include-no-grad rewrites it"
             result.skipped.append(Skipped(code, line, column, reason, no_grad=True))
@@ -184,11 +186,11 @@ def fix_text(
 
 
 def _list_unfixable(findings, result: FixResult) -> None:
-    """Findings of codes no strategy considers, at sites not already fixed, refused or skipped."""
+    """Findings at sites not fixed, refused or skipped: codes no strategy considers, APIs with no drop-in."""
     handled = {(e.line, e.column) for e in (*result.fixed, *result.refused, *result.skipped)}
     hints = {rule.code: rule.fix_hint or rule.summary for rule in all_rules()}
     for finding in findings:
-        if finding.code in strategies.CONSIDERED_CODES or (finding.line, finding.column) in handled:
+        if (finding.line, finding.column) in handled:
             continue
         reason = f"no automatic fix; {hints[finding.code]}"
         result.unfixable.append(Unfixable(finding.code, finding.line, finding.column, reason))
@@ -276,7 +278,7 @@ def _verify(new_text: str, path: str, config: Config, strategy: str, result: Fix
 
     fixed_codes = set(strategies.get(strategy).fixed_codes)
     remaining = {(f.line, f.column) for f in check_module(module, new_text, path, config) if f.code in fixed_codes}
-    kept = (*result.refused, *(s for s in result.skipped if s.no_grad))
+    kept = (*result.refused, *(s for s in result.skipped if s.no_grad), *result.unfixable)
     allowed = sum(1 for r in kept if set(r.code.split(",")) & fixed_codes)
     if len(remaining) > allowed:
         return f"port-check still reports {', '.join(sorted(fixed_codes))} at {len(remaining) - allowed} fixed site(s)"

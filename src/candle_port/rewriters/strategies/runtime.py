@@ -1,10 +1,14 @@
 """The runtime strategy: swap the callee for candle_port.runtime's drop-in of the same name.
 
-The drop-ins compute what torch computes for every interpolate mode (CP101-CP104) and for 1-D/2-D
-max, average and adaptive pooling (CP106, CP107, CP109), from ops candle differentiates; so only
-the callee changes (`F.interpolate` -> `candle_runtime.interpolate`, a subclass's `nn.Upsample`
-base -> `candle_runtime.Upsample`), never an argument, and the strategy refuses nowhere but where
-every strategy does (an indexed layer, a rebound name).
+The drop-ins compute what torch computes for every interpolate mode (CP101-CP104), for 1-D/2-D
+max, average and adaptive pooling (CP106, CP107, CP109), and, where this runtime exports them, for
+grid_sample and affine_grid (CP105), transposed convolutions (CP108: conv_transpose1d, groups,
+output_padding) and 3-D convolution and pooling (CP110), from ops candle differentiates; so only
+the callee changes (`F.interpolate` -> `candle_runtime.interpolate`, `nn.Conv3d` ->
+`candle_runtime.Conv3d`, a subclass's `nn.Upsample` base -> `candle_runtime.Upsample`), never an
+argument, and the strategy refuses nowhere but where every strategy does (an indexed layer, a
+rebound name). An API the runtime has no drop-in for (`nn.LPPool3d`, `F.fractional_max_pool3d`,
+lazy modules) is not considered: it stays listed as unfixable, with the rule's hint.
 """
 
 from __future__ import annotations
@@ -16,7 +20,9 @@ from pathlib import Path
 from candle_port.analysis.sites import Site
 from candle_port.rewriters.strategies.base import RUNTIME_FAMILIES, RUNTIME_MODULE, Strategy, Target
 
-CODES = ("CP101", "CP102", "CP103", "CP104", "CP106", "CP107", "CP109")
+CODES = ("CP101", "CP102", "CP103", "CP104", "CP105", "CP106", "CP107", "CP108", "CP109", "CP110")
+# Families rewritten only where the runtime exports the API's own name (runtime_exports()).
+EXPORTED_FAMILIES = ("grid_sample", "conv_transpose", "volumetric")
 # torch.* aliases whose result differs from the F.* function of the same name: torch.adaptive_max_pool1d
 # returns (values, indices) always, as F.adaptive_max_pool1d_with_indices does.
 QUALIFIED_NAMES = {"torch.adaptive_max_pool1d": "adaptive_max_pool1d_with_indices"}
@@ -40,7 +46,9 @@ def replacement_name(site: Site) -> str:
 
 def has_drop_in(site: Site) -> bool:
     """Whether candle_port.runtime has a drop-in for the site's API."""
-    return site.api.family in RUNTIME_FAMILIES
+    if site.api.family in RUNTIME_FAMILIES:
+        return True
+    return site.api.family in EXPORTED_FAMILIES and replacement_name(site) in runtime_exports()
 
 
 class Runtime(Strategy):
