@@ -18,7 +18,25 @@ from .bilinear import _output_size_and_scales, _resample, _Scale, _Size
 from .nearest import upsample_nearest_nd
 from .trilinear import upsample_trilinear3d
 
-__all__ = ["interpolate", "upsample", "upsample_bilinear", "upsample_nearest"]
+# F-named ops from their own modules, re-exported so that this module mirrors torch.nn.functional
+from .grid_sample import affine_grid, grid_sample  # noqa: E402
+from .transposed_conv import conv_transpose1d, conv_transpose2d  # noqa: E402
+from .volumetric_conv import conv3d, conv_transpose3d  # noqa: E402
+from .volumetric_pooling import (  # noqa: E402
+    adaptive_avg_pool3d,
+    adaptive_max_pool3d,
+    adaptive_max_pool3d_with_indices,
+    avg_pool3d,
+    max_pool3d,
+    max_pool3d_with_indices,
+)
+
+__all__ = [
+    "interpolate", "upsample", "upsample_bilinear", "upsample_nearest",
+    "adaptive_avg_pool3d", "adaptive_max_pool3d", "adaptive_max_pool3d_with_indices", "affine_grid",
+    "avg_pool3d", "conv3d", "conv_transpose1d", "conv_transpose2d", "conv_transpose3d", "grid_sample",
+    "max_pool3d", "max_pool3d_with_indices",
+]
 
 
 _NEAREST_MODES = ("nearest", "nearest-exact")

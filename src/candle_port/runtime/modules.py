@@ -11,7 +11,16 @@ from torch import nn
 
 from .functional import interpolate
 
-__all__ = ["Upsample", "UpsamplingBilinear2d", "UpsamplingNearest2d"]
+# nn-named modules from their own files, re-exported so that this module mirrors torch.nn
+from .transposed_conv import ConvTranspose1d, ConvTranspose2d  # noqa: E402
+from .volumetric_conv import Conv3d, ConvTranspose3d  # noqa: E402
+from .volumetric_pooling import AdaptiveAvgPool3d, AdaptiveMaxPool3d, AvgPool3d, MaxPool3d  # noqa: E402
+
+__all__ = [
+    "Upsample", "UpsamplingBilinear2d", "UpsamplingNearest2d",
+    "AdaptiveAvgPool3d", "AdaptiveMaxPool3d", "AvgPool3d", "Conv3d", "ConvTranspose1d", "ConvTranspose2d",
+    "ConvTranspose3d", "MaxPool3d",
+]
 
 
 def _forward(self: nn.Upsample, input: torch.Tensor) -> torch.Tensor:

@@ -29,7 +29,7 @@ from .transposed_conv import _tc_conv2d, _tc_flip_weight, _tc_ints, _tc_prepare,
 
 __all__ = ["Conv3d", "ConvTranspose3d", "conv3d", "conv_transpose3d"]
 
-_IntArg = Union[int, Sequence[int]]
+_VcArg = Union[int, Sequence[int]]
 
 
 def _vc_depth_rows(depth: int, out: int, k: int, stride: int, left: int, dilation: int) -> List[int]:
@@ -80,9 +80,9 @@ def conv3d(
     input: torch.Tensor,
     weight: torch.Tensor,
     bias: Optional[torch.Tensor] = None,
-    stride: _IntArg = 1,
-    padding: Union[_IntArg, str] = 0,
-    dilation: _IntArg = 1,
+    stride: _VcArg = 1,
+    padding: Union[_VcArg, str] = 0,
+    dilation: _VcArg = 1,
     groups: int = 1,
 ) -> torch.Tensor:
     r"""``F.conv3d`` (same signature, output, gradients; padding ints, ``'same'`` or ``'valid'``)
@@ -136,11 +136,11 @@ def conv_transpose3d(
     input: torch.Tensor,
     weight: torch.Tensor,
     bias: Optional[torch.Tensor] = None,
-    stride: _IntArg = 1,
-    padding: _IntArg = 0,
-    output_padding: _IntArg = 0,
+    stride: _VcArg = 1,
+    padding: _VcArg = 0,
+    output_padding: _VcArg = 0,
     groups: int = 1,
-    dilation: _IntArg = 1,
+    dilation: _VcArg = 1,
 ) -> torch.Tensor:
     r"""``F.conv_transpose3d`` for candle: the input zero-dilated and padded by one
     ``index_select`` per axis (as :func:`conv_transpose2d`), then :func:`conv3d`'s composition
