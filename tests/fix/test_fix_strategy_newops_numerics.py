@@ -1,8 +1,9 @@
 """The runtime strategy's CP105/CP108/CP110 fixtures compute what their originals compute.
 
-fixtures/fix/runtime/{grid_sample,conv_transpose,volumetric}.in.py and their .out.py (grid_sample
+fixtures/fix/runtime/{grid_sample,conv_transpose,volumetric,volumetric_pooling}.in.py and their .out.py (grid_sample
 and affine_grid; ConvTranspose1d, grouped / output_padding ConvTranspose2d, conv_transpose1d;
-Conv3d with a causal subclass, ConvTranspose3d, conv3d, conv_transpose3d) run side by side on the
+Conv3d with a causal subclass, ConvTranspose3d, conv3d, conv_transpose3d; 3-D max, average and
+adaptive pools) run side by side on the
 same float64 inputs and weights: every output, input gradient and parameter gradient agrees.
 """
 
@@ -36,7 +37,7 @@ def _run(namespace: dict, name: str, inputs: list[torch.Tensor], init: dict | No
     leaves = [t.clone().requires_grad_(True) for t in inputs]
     outputs = _flat(fn(*leaves))
     generator = torch.Generator().manual_seed(1)
-    loss = sum((o * torch.randn(o.shape, generator=generator, dtype=o.dtype)).sum() for o in outputs)
+    loss = sum((o * torch.randn(o.shape, generator=generator, dtype=o.dtype)).sum() for o in outputs if o.is_floating_point())
     grads = torch.autograd.grad(loss, leaves + params)
     return [o.detach() for o in outputs], grads
 
@@ -52,11 +53,12 @@ CASES = {
     "flow": ("grid_sample", None, lambda: [_inputs((2, 3, 7, 9))[0], 0.1 * _inputs((2, 7, 9, 2))[0]]),
     "Decoder": ("conv_transpose", {"c": 8}, lambda: _inputs((2, 8, 5, 6), (8, 8, 4))),
     "Block": ("volumetric", {"c": 4}, lambda: _inputs((1, 4, 4, 6, 6), (4, 4, 3, 3, 3))),
+    "Encoder": ("volumetric_pooling", {}, lambda: _inputs((2, 3, 5, 7, 8))),
 }
 
 
 def test_fixtures_really_were_rewritten():
-    for case in ("grid_sample", "conv_transpose", "volumetric"):
+    for case in ("grid_sample", "conv_transpose", "volumetric", "volumetric_pooling"):
         text = (RUNTIME_FIXTURES / f"{case}.out.py").read_text()
         assert text.count("candle_runtime.") >= 5, case
 
@@ -70,6 +72,9 @@ def test_rewritten_equals_original(name):
     assert len(outs_a) == len(outs_b) and len(grads_a) == len(grads_b)
     for a, b in zip(outs_a + list(grads_a), outs_b + list(grads_b)):
         assert a.shape == b.shape and a.dtype == b.dtype
+        if not a.is_floating_point():
+            assert torch.equal(a, b)  # max-pool indices
+            continue
         assert (a - b).abs().max().item() <= TOLERANCE * max(1.0, a.abs().max().item())
 
 

@@ -153,3 +153,58 @@ def test_routed_leaves_other_calls_alone_and_nests():
         z = F.interpolate(x, size=(7, 3), mode="bicubic", align_corners=True)
     torch.testing.assert_close(y, F.conv2d(x, torch.ones(2, 2, 1, 1)) + F.relu(x))
     torch.testing.assert_close(z, F.interpolate(x, size=(7, 3), mode="bicubic", align_corners=True))
+
+
+class Volume(nn.Module):
+    """Transposed, grouped and 3-D layers, one built through a registry, plus functional calls."""
+
+    def __init__(self):
+        super().__init__()
+        self.conv = nn.Conv3d(2, 4, 3, padding=1)
+        self.pool = {"max": nn.MaxPool3d, "avg": nn.AvgPool3d}["max"](kernel_size=(1, 2, 2))
+        self.head = nn.AdaptiveAvgPool3d(1)
+        self.up = nn.ConvTranspose3d(4, 4, (1, 2, 2), stride=(1, 2, 2))
+        self.depthwise = nn.ConvTranspose2d(4, 4, 4, 2, 1, groups=4)
+        self.plain = nn.ConvTranspose2d(4, 4, 2, stride=2)  # candle trains it natively: left as is
+        self.up1d = nn.ConvTranspose1d(4, 4, 3, stride=2)
+
+    def forward(self, x, theta):
+        y = self.up(self.pool(self.conv(x)))
+        frame = y[:, :, 0]
+        grid = F.affine_grid(theta, list(frame.shape), align_corners=False)
+        frame = F.grid_sample(self.plain(self.depthwise(frame)), grid, align_corners=False)
+        return self.head(y).flatten(1), frame, self.up1d(frame.mean(-1)), F.avg_pool3d(y, 2)
+
+
+def test_convert_and_routed_cover_transposed_grid_sample_and_3d():
+    torch.manual_seed(0)
+    model = Volume().double()
+    x = torch.randn(1, 2, 3, 6, 6, dtype=torch.float64)
+    theta = torch.tensor([[[0.9, 0.1, 0.0], [-0.2, 1.1, 0.1]]], dtype=torch.float64)
+
+    def run():
+        leaf = x.clone().requires_grad_(True)
+        model.zero_grad(set_to_none=True)
+        outs = model(leaf, theta)
+        sum(o.square().sum() for o in outs).backward()
+        return [o.detach() for o in outs] + [leaf.grad] + [p.grad.clone() for p in model.parameters()]
+
+    before = run()
+    R.convert(model)
+    assert type(model.conv) is R.Conv3d and type(model.pool) is R.MaxPool3d and type(model.head) is R.AdaptiveAvgPool3d
+    assert type(model.up) is R.ConvTranspose3d and type(model.depthwise) is R.ConvTranspose2d
+    assert type(model.up1d) is R.ConvTranspose1d and type(model.plain) is nn.ConvTranspose2d
+    with R.routed():
+        after = run()
+        ops = _aten_ops(lambda t: model(t, theta), x)
+    for a, b in zip(before, after):
+        torch.testing.assert_close(b, a, rtol=1e-10, atol=1e-10)
+    native = {"convolution", "max_pool3d_with_indices", "avg_pool3d", "_adaptive_avg_pool3d", "grid_sampler_2d",
+              "affine_grid_generator", "mean"} & ops
+    # The only native convolution left is the plain transposed conv candle trains: no 3-D one, no grouped one.
+    assert native <= {"convolution", "mean"}
+    with R.routed():
+        graph = make_fx(lambda t: model(t, theta))(x).graph
+    convs = [n for n in graph.nodes if str(n.target) == "aten.convolution.default"]
+    assert all(len(n.args[1].meta["val"].shape) < 5 for n in convs)  # no 3-D kernel
+    assert all(n.args[8] == 1 for n in convs if n.args[6])  # transposed ones: groups 1 only
