@@ -27,6 +27,7 @@ class Strategy(str, enum.Enum):
     runtime = "runtime"
     nearest = "nearest"
     convtranspose = "convtranspose"
+    convert = "convert"  # no source change: candle_port.runtime.convert on the built model, under routed()
 
 
 class DType(str, enum.Enum):

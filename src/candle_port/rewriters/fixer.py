@@ -3,7 +3,7 @@
 Which sites: those with an unsuppressed, enabled finding (port-check's own rules, suppression
 comments and config) whose code the strategy considers. Each is either fixed, refused (with
 eligibility.refusal's reason), or, when its finding is suppressed or disabled, skipped. Every
-other finding (CP105, CP108, CP110: no strategy rewrites them) is listed as unfixable, with the rule's
+other finding (an API the runtime has no drop-in for, e.g. nn.LPPool3d) is listed as unfixable, with the rule's
 hint, so the summary accounts for every site port-check reports.
 
 The result is verified before it is returned: it must parse (libcst and Python's compiler), and
@@ -27,7 +27,7 @@ from candle_port.findings import FileError
 from candle_port.prefilter import may_hold_sites
 from candle_port.rewriters import imports, strategies
 from candle_port.rewriters.splice import splice
-from candle_port.rewriters.eligibility import CONVTRANSPOSE, NEAREST, RUNTIME, STRATEGIES, refusal
+from candle_port.rewriters.strategies import CONVTRANSPOSE, NEAREST, RUNTIME, STRATEGIES
 from candle_port.rules import all_rules
 
 
@@ -60,7 +60,7 @@ class Skipped:
 
 @dataclass(frozen=True)
 class Unfixable:
-    """A finding no strategy rewrites (grid_sample, transposed/3-D convolution): left for the user, with a hint."""
+    """A finding no strategy rewrites (an API without a runtime drop-in): left for the user, with a hint."""
 
     code: str
     line: int
@@ -109,6 +109,7 @@ def fix_text(
     """
     if strategy not in STRATEGIES:
         raise FixError(f"unknown strategy {strategy!r}; expected one of {', '.join(STRATEGIES)}")
+    chosen = strategies.get(strategy)
     if options:
         raise FixError(f"unknown option(s): {', '.join(sorted(options))}")
     config = config or Config()
@@ -142,12 +143,14 @@ def fix_text(
                 result.skipped.append(Skipped(",".join(raw), line, column, reason))
             continue
         code = ",".join(sorted(set(codes)))
+        if not chosen.considers(site):
+            continue  # no runtime drop-in for this API: listed as unfixable below, with the rule's hint
         if not config.include_no_grad and harmless_without_gradients(site, codes):
             reason = f"under `{site.no_grad}`, not on a gradient path; --include-no-grad rewrites it"
             result.skipped.append(Skipped(code, line, column, reason, no_grad=True))
             continue
-        reason = refusal(strategy, site)
-        if reason is None and not set(codes) <= set(strategies.FIXED_CODES[strategy]):
+        reason = chosen.refusal(site)
+        if reason is None and not set(codes) <= set(chosen.fixed_codes):
             reason = f"the {strategy} strategy does not fix {code}"
         if reason is None and site.kind == "subclass" and strategies.subclass_base(site) is None:
             reason = f"cannot locate the nn.{site.api.name} base class of this subclass; rewrite it by hand"
@@ -156,7 +159,7 @@ def fix_text(
             continue
         planned.append((site, code))
         result.fixed.append(
-            Fixed(code, line, column, strategy, site.api.name, strategies.note_for(strategy, site))
+            Fixed(code, line, column, strategy, site.api.name, chosen.note(site))
         )
     _list_unfixable(all_findings, result)
     if not planned:
@@ -183,28 +186,29 @@ def fix_text(
 
 
 def _list_unfixable(findings, result: FixResult) -> None:
-    """Findings of codes no strategy considers, at sites not already fixed, refused or skipped."""
+    """Findings at sites not fixed, refused or skipped: codes no strategy considers, APIs with no drop-in."""
     handled = {(e.line, e.column) for e in (*result.fixed, *result.refused, *result.skipped)}
     hints = {rule.code: rule.fix_hint or rule.summary for rule in all_rules()}
     for finding in findings:
-        if finding.code in strategies.CONSIDERED_CODES or (finding.line, finding.column) in handled:
+        if (finding.line, finding.column) in handled:
             continue
         reason = f"no automatic fix; {hints[finding.code]}"
         result.unfixable.append(Unfixable(finding.code, finding.line, finding.column, reason))
 
 
 def _rewrite(module: cst.Module, text: str, all_calls, planned, strategy: str, vendored_module, result: FixResult, fast: bool) -> str:
-    target = strategies.target_for(strategy, vendored_module)
+    chosen = strategies.get(strategy)
+    target = chosen.target(vendored_module)
     alias = None
     existing = None
     if target is not None:
         existing = alias = imports.existing_alias(module, target.module)
         if alias is None:
             alias = imports.fresh_name(target.preferred_alias, imports.used_names(text))
-    if fast and strategy != NEAREST and all(site.kind != "subclass" for site, _ in planned):
+    if fast and chosen.splices and all(site.kind != "subclass" for site, _ in planned):
         import_line = f"import {target.module} as {alias}" if existing is None else None
         edits = [
-            (site.call, site.kind == "partial", f"{alias}.{strategies.replacement_name(strategy, site)}")
+            (site.call, site.kind == "partial", f"{alias}.{chosen.replacement_name(site)}")
             for site, _ in planned
         ]
         spliced = splice(text, all_calls, edits, import_line)
@@ -218,11 +222,11 @@ def _rewrite(module: cst.Module, text: str, all_calls, planned, strategy: str, v
             found = strategies.subclass_base(site)
             assert found is not None
             classdef, index = found
-            new = strategies.callee(alias, strategies.replacement_name(strategy, site))
+            new = strategies.callee(alias, chosen.replacement_name(site))
             bases.setdefault(id(classdef), (classdef, {}))[1][index] = new
         else:
             calls[id(site.call)] = site
-    transformer = _Transformer(calls, bases, strategy, alias)
+    transformer = _Transformer(calls, bases, chosen, alias)
     new_module = module.visit(transformer)
     if target is not None and transformer.used_target and imports.existing_alias(module, target.module) is None:
         new_module = imports.add_import(new_module, target.module, alias)
@@ -231,7 +235,7 @@ def _rewrite(module: cst.Module, text: str, all_calls, planned, strategy: str, v
 
 
 class _Transformer(cst.CSTTransformer):
-    def __init__(self, calls: dict[int, Site], bases, strategy: str, alias: str | None) -> None:
+    def __init__(self, calls: dict[int, Site], bases, strategy: strategies.Strategy, alias: str | None) -> None:
         self.calls = calls
         self.bases = bases
         self.strategy = strategy
@@ -242,11 +246,8 @@ class _Transformer(cst.CSTTransformer):
         site = self.calls.get(id(original_node))
         if site is None:
             return updated_node
-        if self.strategy == NEAREST:
-            return strategies.nearest_call(site, original_node, updated_node)
-        self.used_target = True
-        new = strategies.callee(self.alias, strategies.replacement_name(self.strategy, site))
-        return strategies.swap_callee(site, updated_node, new)
+        self.used_target = self.used_target or self.alias is not None
+        return self.strategy.rewrite_call(site, original_node, updated_node, self.alias)
 
     def leave_ClassDef(self, original_node: cst.ClassDef, updated_node: cst.ClassDef) -> cst.BaseStatement:
         found = self.bases.get(id(original_node))
@@ -275,9 +276,9 @@ def _verify(new_text: str, path: str, config: Config, strategy: str, result: Fix
         return f"the rewrite does not parse ({module.reason})"
     from candle_port.checker import check_module
 
-    fixed_codes = set(strategies.FIXED_CODES[strategy])
+    fixed_codes = set(strategies.get(strategy).fixed_codes)
     remaining = {(f.line, f.column) for f in check_module(module, new_text, path, config) if f.code in fixed_codes}
-    kept = (*result.refused, *(s for s in result.skipped if s.no_grad))
+    kept = (*result.refused, *(s for s in result.skipped if s.no_grad), *result.unfixable)
     allowed = sum(1 for r in kept if set(r.code.split(",")) & fixed_codes)
     if len(remaining) > allowed:
         return f"port-check still reports {', '.join(sorted(fixed_codes))} at {len(remaining) - allowed} fixed site(s)"

@@ -10,6 +10,7 @@ pooling at all). Every interpolate mode is covered. Imports nothing but torch.
 from .area import resize_area
 from .bicubic import upsample_bicubic2d
 from .bilinear import clear_cache, upsample_bilinear2d, upsample_linear1d
+from .convert import convert, routed
 from .functional import interpolate, upsample, upsample_bilinear, upsample_nearest
 from .modules import Upsample, UpsamplingBilinear2d, UpsamplingNearest2d
 from .grid_sample import affine_grid, grid_sample
@@ -94,6 +95,7 @@ __all__ = [
     "conv_transpose1d",
     "conv_transpose2d",
     "conv_transpose3d",
+    "convert",
     "grid_sample",
     "interpolate",
     "max_pool1d",
@@ -103,6 +105,7 @@ __all__ = [
     "max_pool3d",
     "max_pool3d_with_indices",
     "resize_area",
+    "routed",
     "upsample",
     "upsample_bicubic2d",
     "upsample_bilinear",

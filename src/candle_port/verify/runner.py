@@ -46,6 +46,11 @@ class VerifyOptions:
     cwd: Path | None = None
 
 
+def _unchanged(text: str, strategy: str, path: str) -> tuple[str, bool]:
+    """--strategy convert leaves the source alone: runtime.convert fixes the built model."""
+    return text, False
+
+
 def gradcheck_shapes(shapes: list[tuple[int, ...]]) -> list[tuple[int, ...]]:
     """A tiny version of each input: batch 1, spatial sizes at most GRADCHECK_MAX_SPATIAL."""
     return [tuple([1] + list(s[1:2]) + [min(d, GRADCHECK_MAX_SPATIAL) for d in s[2:]]) for s in shapes]
@@ -131,7 +136,8 @@ def run_verify(options: VerifyOptions, rewrite: RewriteFn | None = None,
             rewritten = use_prepared_copy(source, Path(prepared_rewrite), workdir / "rewritten")
         else:
             try:
-                rewritten = make_rewritten_copy(source, workdir / "rewritten", options.strategy, rewrite)
+                rewritten = make_rewritten_copy(source, workdir / "rewritten", options.strategy,
+                                                rewrite or (_unchanged if options.strategy == "convert" else None))
             except ImportError as exc:
                 raise VerifyError(f"port-fix is not available: {exc}") from exc
         base = {
@@ -143,7 +149,7 @@ def run_verify(options: VerifyOptions, rewrite: RewriteFn | None = None,
         reference = str(workdir / "reference.pt")
         job_a = dict(base, role="original", out=str(workdir / "original.pt"), reference_out=reference)
         job_b = dict(base, role="rewritten", out=str(workdir / "rewritten.pt"), reference=reference,
-                     redirects=rewritten.modules)
+                     redirects=rewritten.modules, convert=options.strategy == "convert")
         if options.gradcheck:
             job_b["gradcheck_shapes"] = [list(s) for s in (options.gradcheck_shapes or gradcheck_shapes(options.input_shapes))]
         proc_a = _start(job_a, workdir, "original")
@@ -169,7 +175,8 @@ def run_verify(options: VerifyOptions, rewrite: RewriteFn | None = None,
     return VerifyReport(
         model=options.model, strategy=options.strategy, dtype=options.dtype, seed=options.seed,
         train=options.train, input_shapes=[list(s) for s in options.input_shapes],
-        source_root=str(source.path), rewrite=rewritten.to_json(), tolerance=tolerance,
+        source_root=str(source.path), tolerance=tolerance,
+        rewrite={**rewritten.to_json(), **({"converted": result["converted"]} if "converted" in result else {})},
         new_parameters=list(load["missing"]), dropped_state=list(load["unexpected"]),
         rows=rows, graph_original=original.get("graph"), graph_rewritten=result.get("graph"),
         gradcheck=result.get("gradcheck"),

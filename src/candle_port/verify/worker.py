@@ -84,6 +84,14 @@ def _build(job: dict) -> tuple[Any, Any]:
         raise WorkerError("build", f"{job['attr']} returned {type(model).__name__}, not a torch.nn.Module")
     model = model.to(getattr(torch, job["dtype"]))
     model.train(job["train"])
+    if job.get("convert"):  # --strategy convert: the built model is fixed, not its source
+        from collections import Counter
+
+        from candle_port.runtime import convert
+
+        before = [type(m) for m in model.modules()]
+        model = convert(model)
+        job["converted"] = dict(Counter(type(m).__name__ for m, old in zip(model.modules(), before) if type(m) is not old))
     return module, model
 
 
@@ -259,6 +267,16 @@ def _noise_reference(pristine: Any, inputs: list, weights: dict, job: dict) -> d
 
 
 def run(job: dict) -> None:
+    """One worker's job; with ``convert`` set, everything the model runs goes through runtime.routed()."""
+    if job.get("convert"):
+        from candle_port.runtime import routed
+
+        with routed():
+            return _run(job)
+    return _run(job)
+
+
+def _run(job: dict) -> None:
     import torch
 
     torch.set_num_threads(max(1, int(job.get("threads", 1))))
@@ -271,6 +289,8 @@ def run(job: dict) -> None:
     result: dict[str, Any] = {"module_file": str(getattr(module, "__file__", "")), "role": job["role"]}
     if job.get("redirects"):
         result["redirected"] = _redirected_modules(job["redirects"])
+    if job.get("convert"):
+        result["converted"] = job.get("converted", {})
     if job["role"] == "original":
         gen = torch.Generator().manual_seed(job["seed"] + 1)
         inputs = [torch.randn(s, dtype=dtype, generator=gen) for s in job["input_shapes"]]
