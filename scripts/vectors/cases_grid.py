@@ -24,6 +24,13 @@ def _grid(n: int, h: int, w: int, seed: int, spread: float = 1.4) -> torch.Tenso
     return g
 
 
+def _nonfinite(x: torch.Tensor) -> torch.Tensor:
+    """``x`` with one NaN and one inf pixel."""
+    y = x.clone().reshape(-1)
+    y[0], y[7] = float("nan"), float("inf")
+    return y.reshape(x.shape)
+
+
 def _sample(name, x, grid, **params):
     return {"name": name, "op": "grid_sample", "input": x, "operands": {"grid": grid}, "params": params}
 
@@ -48,6 +55,9 @@ def _grid_sample():
         _sample("gs_upsample", _x(1, 1, 3, 3, seed=53), _grid(1, 6, 7, seed=153, spread=1.0),
                 mode="bilinear", padding_mode="zeros", align_corners=False),
     ]
+    for mode in ("bilinear", "nearest", "bicubic"):
+        out.append(_sample(f"gs_{mode}_nonfinite", _nonfinite(_x(1, 1, 4, 5, seed=54)), _grid(1, 3, 3, seed=154),
+                           mode=mode, padding_mode="zeros", align_corners=False))
     return out
 
 

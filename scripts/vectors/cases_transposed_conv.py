@@ -2,7 +2,7 @@
 weight and bias as operands (each differentiated).
 
 Stride, padding, output_padding (below the stride, and at or above it where the dilation allows),
-dilation, groups (grouped and depthwise), per-axis arguments, with and without bias, batch > 1.
+dilation, groups (grouped and depthwise), per-axis arguments, with and without bias, batch > 1, a NaN and an inf in the input.
 Shapes stay small so the committed vectors stay well under 400 KB.
 """
 
@@ -13,6 +13,13 @@ import torch
 
 def _x(*shape: int, seed: int = 0) -> torch.Tensor:
     return torch.randn(shape, generator=torch.Generator().manual_seed(seed), dtype=torch.float64)
+
+
+def _nonfinite(x: torch.Tensor) -> torch.Tensor:
+    """``x`` with one NaN and one inf: torch's NaN / inf pattern must come out, not a NaN plane."""
+    y = x.clone().reshape(-1)
+    y[1], y[-3] = float("nan"), float("inf")
+    return y.reshape(x.shape)
 
 
 def _case(name, op, x, weight, bias=None, **params):
@@ -44,4 +51,8 @@ def cases():
               _x(2, seed=33), stride=1, dilation=2, output_padding=1),
         _case("ct2d_groups3_s3", "conv_transpose2d", _x(2, 6, 3, 3, seed=34), _x(6, 1, 2, 3, seed=35),
               _x(3, seed=36), stride=3, padding=(1, 0), groups=3),
+        _case("ct1d_nonfinite", "conv_transpose1d", _nonfinite(_x(1, 2, 9, seed=37)), _x(2, 2, 3, seed=38),
+              stride=2, groups=2),
+        _case("ct2d_nonfinite", "conv_transpose2d", _nonfinite(_x(1, 2, 5, 5, seed=39)), _x(2, 1, 2, 2, seed=40),
+              stride=2, groups=2),
     ]

@@ -52,6 +52,8 @@ def _convs():
         _conv("convt3d_groups_dil", "conv_transpose3d", _x(1, 4, 2, 3, 3, seed=15), _x(4, 1, 2, 2, 2, seed=16),
               stride=(1, 2, 2), dilation=(2, 1, 1), output_padding=(1, 1, 0), groups=2),
         _conv("convt3d_nobias", "conv_transpose3d", _x(2, 1, 2, 2, 3, seed=17), _x(1, 2, 2, 3, 2, seed=18)),
+        _conv("conv3d_nonfinite", "conv3d", _with(_with(_x(1, 1, 5, 5, 5, seed=19), NAN, 61), INF, 97),
+              _x(1, 1, 2, 2, 2, seed=20), stride=2),
     ]
 
 

@@ -112,7 +112,14 @@ fn straight_through(c: &Tensor, factor: Vec<f64>, value: Vec<f64>) -> Result<Ten
 }
 
 /// torch's cubic convolution weights of the 4 taps at `t - 1, t, t + 1, t + 2` (t in [0, 1)).
+///
+/// Each weight is its value at `t` (computed without gradient) plus `(t - t.detach())` times its
+/// derivative, so the gradient w.r.t. `t` is one product with the derivative polynomial, as
+/// torch's backward computes it (a chain of products would turn an infinite input value into
+/// `inf * 0 = NaN` where torch's gradient is infinite).
 fn cubic_coefficients(t: &Tensor) -> Result<[Tensor; 4]> {
+    let td = t.detach();
+    let delta = (t - &td)?;
     // ((A + 2) x - (A + 3)) x x + 1 for |x| <= 1; ((A x - 5A) x + 8A) x - 4A for 1 < |x| < 2.
     let near = |x: &Tensor| -> Result<Tensor> {
         (x.affine(A + 2.0, -(A + 3.0))? * x)?
@@ -123,11 +130,23 @@ fn cubic_coefficients(t: &Tensor) -> Result<[Tensor; 4]> {
         let y = (x.affine(A, -5.0 * A)? * x)?.affine(1.0, 8.0 * A)?;
         (y * x)?.affine(1.0, -4.0 * A)
     };
+    // Their derivatives: 3(A + 2) x^2 - 2(A + 3) x and 3A x^2 - 10A x + 8A.
+    let near_d =
+        |x: &Tensor| -> Result<Tensor> { x.affine(3.0 * (A + 2.0), -2.0 * (A + 3.0))? * x };
+    let far_d = |x: &Tensor| -> Result<Tensor> {
+        (x.affine(3.0 * A, -10.0 * A)? * x)?.affine(1.0, 8.0 * A)
+    };
+    let (t1, u, u1) = (
+        td.affine(1.0, 1.0)?,
+        td.affine(-1.0, 1.0)?,
+        td.affine(-1.0, 2.0)?,
+    );
+    let with_grad = |value: Tensor, slope: Tensor| -> Result<Tensor> { value + (&delta * slope)? };
     Ok([
-        far(&t.affine(1.0, 1.0)?)?,
-        near(t)?,
-        near(&t.affine(-1.0, 1.0)?)?,
-        far(&t.affine(-1.0, 2.0)?)?,
+        with_grad(far(&t1)?, far_d(&t1)?)?,
+        with_grad(near(&td)?, near_d(&td)?)?,
+        with_grad(near(&u)?, near_d(&u)?.neg()?)?,
+        with_grad(far(&u1)?, far_d(&u1)?.neg()?)?,
     ])
 }
 
