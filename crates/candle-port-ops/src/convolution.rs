@@ -1,8 +1,10 @@
-//! `Conv`: the arguments of torch's (transposed) convolutions, and the one composition every
-//! convolution of this crate uses: a gather of the input's taps (`index_select` of whole rows of a
-//! plane-major copy, with one appended zero row standing for padding and the zeros a transposed
-//! convolution inserts) and one plain 2-D `matmul` per group. Both have a backward in candle, so
-//! the input, the weight and the bias all get torch's gradients.
+//! `Conv`: the arguments of torch's (transposed) convolutions, and their two compositions.
+//! A convolution is an im2col: a gather of each output position's input taps (`index_select` of
+//! whole rows of a plane-major copy, one appended zero row standing for the padding) and one plain
+//! 2-D `matmul` per group. A transposed convolution is a col2im: one `matmul` per group from
+//! each input position to its output taps, then an `index_add` of the taps into the output
+//! positions they reach. All of these have a backward in candle, so the input, the weight and the
+//! bias all get torch's gradients.
 
 use candle_core::{bail, DType, Device, Result, Tensor};
 
@@ -96,20 +98,11 @@ struct Axis {
 }
 
 impl Axis {
-    /// The input position that kernel tap `k` of output position `o` reads, if any.
-    fn source(&self, kind: Kind, o: usize, k: usize) -> Option<usize> {
-        match kind {
-            Kind::Forward => {
-                let i = (o * self.stride + k * self.dilation) as i64 - self.padding as i64;
-                (0..self.input as i64).contains(&i).then_some(i as usize)
-            }
-            Kind::Transposed => {
-                // out[o] += x[i] * w[k] where o = i*s - p + k*d.
-                let t = (o + self.padding) as i64 - (k * self.dilation) as i64;
-                let s = self.stride as i64;
-                (t >= 0 && t % s == 0 && t / s < self.input as i64).then_some((t / s) as usize)
-            }
-        }
+    /// The input position that kernel tap `k` of output position `o` of a convolution reads,
+    /// if any (none in the zero padding).
+    fn source(&self, o: usize, k: usize) -> Option<usize> {
+        let i = (o * self.stride + k * self.dilation) as i64 - self.padding as i64;
+        (0..self.input as i64).contains(&i).then_some(i as usize)
     }
 }
 
@@ -224,22 +217,20 @@ fn axes(op: &str, kind: Kind, x: &Tensor, w: &Tensor, c: &Conv, nd: usize) -> Re
     Ok(out)
 }
 
-/// For each output position (row-major) and kernel tap (row-major), the flat input position it
-/// reads, or `zero` (the appended zero row) where it reads padding / an inserted zero.
-fn tap_table(axes: &[Axis], kind: Kind, zero: usize, device: &Device) -> Result<Tensor> {
-    let per_axis: Vec<Vec<Vec<Option<usize>>>> = axes
-        .iter()
-        .map(|a| {
-            (0..a.output)
-                .map(|o| (0..a.kernel).map(|k| a.source(kind, o, k)).collect())
-                .collect()
-        })
-        .collect();
-    let mut strides = vec![1usize; axes.len()];
-    for a in (0..axes.len().saturating_sub(1)).rev() {
-        strides[a] = strides[a + 1] * axes[a + 1].input;
+/// The cartesian product over the axes of `per_axis[a][position][tap]` (positions row-major,
+/// then taps row-major): the flat index `sum_a value_a * stride_a` (strides of a row-major
+/// array of `sizes`), or `none` where any axis has no value.
+fn product_table(
+    per_axis: &[Vec<Vec<Option<usize>>>],
+    sizes: &[usize],
+    none: usize,
+    device: &Device,
+) -> Result<Tensor> {
+    let mut strides = vec![1usize; sizes.len()];
+    for a in (0..sizes.len().saturating_sub(1)).rev() {
+        strides[a] = strides[a + 1] * sizes[a + 1];
     }
-    // Cartesian products over the axes: (position, Some(flat) or None) lists.
+    // (position, Some(flat) or None) lists, one axis at a time.
     let mut rows: Vec<Vec<Option<usize>>> = vec![vec![Some(0)]];
     for (a, table) in per_axis.iter().enumerate() {
         let mut next = Vec::with_capacity(rows.len() * table.len());
@@ -259,47 +250,72 @@ fn tap_table(axes: &[Axis], kind: Kind, zero: usize, device: &Device) -> Result<
         }
         rows = next;
     }
-    if zero > u32::MAX as usize {
-        bail!("convolution: inputs of more than 2^32 positions are not supported");
+    if none > u32::MAX as usize {
+        bail!("convolution: inputs and outputs of more than 2^32 positions are not supported");
     }
     let flat: Vec<u32> = rows
         .iter()
         .flatten()
-        .map(|q| q.unwrap_or(zero) as u32)
+        .map(|q| q.unwrap_or(none) as u32)
         .collect();
     let len = flat.len();
     Tensor::from_vec(flat, len, device)
 }
 
-/// `weight` as one (Cg * K, Og) matrix per group.
-fn weight_matrices(w: &Tensor, kind: Kind, groups: usize) -> Result<Vec<Tensor>> {
+/// For each output position and kernel tap, the flat input position it reads, or `zero` (the
+/// appended zero row) where it reads padding.
+fn tap_table(axes: &[Axis], zero: usize, device: &Device) -> Result<Tensor> {
+    let per_axis: Vec<Vec<Vec<Option<usize>>>> = axes
+        .iter()
+        .map(|a| {
+            (0..a.output)
+                .map(|o| (0..a.kernel).map(|k| a.source(o, k)).collect())
+                .collect()
+        })
+        .collect();
+    let sizes: Vec<usize> = axes.iter().map(|a| a.input).collect();
+    product_table(&per_axis, &sizes, zero, device)
+}
+
+/// For each input position and kernel tap of a transposed convolution, the flat output position
+/// it adds to (`o = i*s - p + k*d`), or `dump` (a discarded row) where it falls in the cropped
+/// padding.
+fn target_table(axes: &[Axis], dump: usize, device: &Device) -> Result<Tensor> {
+    let per_axis: Vec<Vec<Vec<Option<usize>>>> = axes
+        .iter()
+        .map(|a| {
+            (0..a.input)
+                .map(|i| {
+                    (0..a.kernel)
+                        .map(|k| {
+                            let o = (i * a.stride + k * a.dilation) as i64 - a.padding as i64;
+                            (0..a.output as i64).contains(&o).then_some(o as usize)
+                        })
+                        .collect()
+                })
+                .collect()
+        })
+        .collect();
+    let sizes: Vec<usize> = axes.iter().map(|a| a.output).collect();
+    product_table(&per_axis, &sizes, dump, device)
+}
+
+/// A convolution's weight (O, Cg, *k) as one (Cg * K, Og) matrix per group.
+fn weight_matrices(w: &Tensor, groups: usize) -> Result<Vec<Tensor>> {
     let wd = w.dims();
     let k: usize = wd[2..].iter().product();
+    let og = wd[0] / groups;
     (0..groups)
-        .map(|g| match kind {
-            Kind::Forward => {
-                // (O, Cg, *k): rows g*Og .. (g+1)*Og.
-                let og = wd[0] / groups;
-                w.narrow(0, g * og, og)?.reshape((og, wd[1] * k))?.t()
-            }
-            Kind::Transposed => {
-                // (Cin, Og, *k): rows g*Cg .. (g+1)*Cg, each (Og, K) transposed to (K, Og).
-                let cg = wd[0] / groups;
-                w.narrow(0, g * cg, cg)?
-                    .reshape((cg, wd[1], k))?
-                    .transpose(1, 2)?
-                    .contiguous()?
-                    .reshape((cg * k, wd[1]))
-            }
-        })
+        .map(|g| w.narrow(0, g * og, og)?.reshape((og, wd[1] * k))?.t())
         .collect()
 }
 
 /// The convolution (or transposed convolution) of `x` (N, C, *spatial) with `w`, plus `bias`.
 ///
-/// `cols[n, o, (c, k)] = x[n, c, source(o, k)]` (0 where no source), then per group
-/// `out[n, o, og] = cols_g @ W_g`. Backward: `index_select`'s is an `index_add` of the column
-/// gradients into the input positions (torch's col2im), `matmul`'s gives the weight gradient.
+/// Convolution (im2col): `cols[n, o, (c, k)] = x[n, c, source(o, k)]` (0 where no source), then
+/// per group `out[n, o, og] = cols_g @ W_g`. Backward: `index_select`'s is an `index_add` of the
+/// column gradients into the input positions, `matmul`'s gives the weight gradient. Transposed
+/// convolution: [`scatter_transposed`] (col2im).
 pub(crate) fn convolve(
     op: &str,
     kind: Kind,
@@ -332,13 +348,16 @@ pub(crate) fn convolve(
         return Tensor::zeros(out_shape, x.dtype(), x.device());
     }
     let plane: usize = x.dims()[2..].iter().product();
-    let table = tap_table(&axes, kind, plane, x.device())?;
+    if kind == Kind::Transposed {
+        return scatter_transposed(x, w, bias, &axes, g, out_shape);
+    }
+    let table = tap_table(&axes, plane, x.device())?;
     // Plane-major (plane + 1, N * C) so that index_select copies whole rows.
     let xt = x.reshape((n * cin, plane))?.t()?;
     let zero = Tensor::zeros((1, n * cin), x.dtype(), x.device())?;
     let xt = Tensor::cat(&[&xt, &zero], 0)?;
     let taps = xt.index_select(&table, 0)?.reshape((pout, k, n, cin))?;
-    let mats = weight_matrices(w, kind, g)?;
+    let mats = weight_matrices(w, g)?;
     let mut parts = Vec::with_capacity(g);
     for (gi, m) in mats.iter().enumerate() {
         let cols = taps
@@ -354,6 +373,57 @@ pub(crate) fn convolve(
         Tensor::cat(&parts, 1)?
     };
     let y = y.reshape((n, pout, cout))?.transpose(1, 2)?;
+    let y = match bias {
+        Some(b) => y.broadcast_add(&b.reshape((1, cout, 1))?)?,
+        None => y,
+    };
+    y.contiguous()?.reshape(out_shape)
+}
+
+/// A transposed convolution as torch's col2im: per group `cols = x_g^T @ W_g` (one row per input
+/// position, one column per output channel and kernel tap), then every row added at the output
+/// position its tap reaches (`index_add`, whose backward is an `index_select`). No zeros are
+/// multiplied: the work is that of the input, not of the stride-dilated output.
+fn scatter_transposed(
+    x: &Tensor,
+    w: &Tensor,
+    bias: Option<&Tensor>,
+    axes: &[Axis],
+    g: usize,
+    out_shape: Vec<usize>,
+) -> Result<Tensor> {
+    let (n, cin) = (x.dim(0)?, x.dim(1)?);
+    let (cg, og) = (cin / g, w.dim(1)?);
+    let k: usize = w.dims()[2..].iter().product();
+    let pin: usize = x.dims()[2..].iter().product();
+    let pout: usize = axes.iter().map(|a| a.output).product();
+    let table = target_table(axes, pout, x.device())?;
+    let x = x.reshape((n, cin, pin))?;
+    let mut parts = Vec::with_capacity(g);
+    for gi in 0..g {
+        let xg = x
+            .narrow(1, gi * cg, cg)?
+            .transpose(1, 2)?
+            .contiguous()?
+            .reshape((n * pin, cg))?;
+        let wg = w.narrow(0, gi * cg, cg)?.reshape((cg, og * k))?;
+        let cols = xg
+            .matmul(&wg)?
+            .reshape((n, pin, og, k))?
+            .permute((1, 3, 0, 2))?
+            .contiguous()?
+            .reshape((pin * k, n * og))?;
+        let sums = Tensor::zeros((pout + 1, n * og), x.dtype(), x.device())?
+            .index_add(&table, &cols, 0)?
+            .narrow(0, 0, pout)?;
+        parts.push(sums.reshape((pout, n, og))?.permute((1, 2, 0))?);
+    }
+    let y = if parts.len() == 1 {
+        parts.remove(0)
+    } else {
+        Tensor::cat(&parts, 1)?
+    };
+    let cout = og * g;
     let y = match bias {
         Some(b) => y.broadcast_add(&b.reshape((1, cout, 1))?)?,
         None => y,

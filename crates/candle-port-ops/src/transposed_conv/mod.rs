@@ -4,10 +4,11 @@
 //!
 //! candle's own `conv_transpose1d` has no backward ("backward is not supported for
 //! conv-transpose1d"), its `conv_transpose2d` has no groups and its backward fails once
-//! `output_padding >= stride`. Here each output position gathers the input elements its kernel
-//! taps read (`index_select`, a zero where a tap falls between inputs or in the cropped
-//! padding), and one `matmul` per group applies the kernel: ops candle differentiates, so the
-//! backward is candle's `index_add` (torch's col2im) and `matmul`.
+//! `output_padding >= stride`. Here, as torch's CPU col2im, one `matmul` per group takes each
+//! input position to its (output channel, kernel tap) contributions and an `index_add` adds
+//! them at the output positions they reach (those in the cropped padding are dropped): ops
+//! candle differentiates, so the backward is candle's `index_select` and `matmul`, and no zeros
+//! between the strided inputs are multiplied.
 //!
 //! Inputs are batched, (N, C_in, L) or (N, C_in, H, W); the weight is torch's
 //! (C_in, C_out / groups, *kernel); the bias (C_out).

@@ -1,9 +1,10 @@
 //! 3-D (volumetric) ops: `F.conv3d`, `F.conv_transpose3d`, and 3-D max, average and adaptive
 //! pooling, equal to torch's in forward and backward.
 //!
-//! candle 0.11 has no 3-D convolution or pooling at all. The convolutions gather the input
-//! elements each output position reads (`index_select`, a zero for padding) and apply the kernel
-//! with one `matmul` per group, the same composition as the transposed convolutions; the pools
+//! candle 0.11 has no 3-D convolution or pooling at all. `conv3d` gathers the input elements
+//! each output position reads (`index_select`, a zero for padding) and applies the kernel with
+//! one `matmul` per group (an im2col); `conv_transpose3d` is the col2im of the transposed
+//! convolutions (`matmul`, then `index_add` into the output); the pools
 //! are the 2-D pools' compositions with a third axis (one `gather` for max pooling, one window
 //! matmul per axis for average pooling). Every op is differentiable in candle.
 //!
