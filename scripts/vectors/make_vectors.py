@@ -4,7 +4,9 @@ For each case of each family (``cases_<family>.py`` beside this file) and each d
 float64) it stores, in ``crates/candle-port-ops/tests/vectors/<family>.safetensors``:
 ``<id>.input``, ``<id>.output``, ``<id>.grad_output`` (a seeded upstream gradient),
 ``<id>.grad_input`` (torch autograd of ``(output * grad_output).sum()``) and, for ops that return
-indices, ``<id>.indices`` (int64). ``<family>.json`` lists the cases: ``id``, ``op`` (the name of
+indices, ``<id>.indices`` (int64). Ops with more than one tensor argument (grid_sample's grid, a
+convolution's weight and bias) list them in the case's ``operands`` (keyword names, in order): each
+is stored as ``<id>.<name>`` with its gradient ``<id>.grad_<name>``, and passed as ``name=tensor``. ``<family>.json`` lists the cases: ``id``, ``op`` (the name of
 the ``torch.nn.functional`` function), ``dtype`` and ``params`` (its keyword arguments, verbatim),
 so torch, ``candle_port.runtime`` (same signatures) and the crate read one table.
 
@@ -29,7 +31,7 @@ from safetensors.torch import save_file
 
 HERE = Path(__file__).resolve().parent
 DEFAULT_OUT = HERE.parents[1] / "crates" / "candle-port-ops" / "tests" / "vectors"
-FAMILIES = ("interpolate", "pooling", "native")
+FAMILIES = ("interpolate", "pooling", "native", "grid", "transposed_conv", "volumetric")
 DTYPES = {"float32": torch.float32, "float64": torch.float64}
 FORMAT = {"format": "candle-port-vectors", "version": 1}
 
@@ -38,7 +40,8 @@ def load_family(name: str):
     """The case module of a family; each defines ``cases() -> list[dict]``.
 
     A case dict holds ``name`` (unique in the family), ``op``, ``params`` and ``input`` (a float64
-    tensor; cast per dtype) and optionally ``dtypes`` (default both)."""
+    tensor; cast per dtype) and optionally ``operands`` (a dict of further float64 tensor keyword
+    arguments, each differentiated) and ``dtypes`` (default both)."""
     sys.path.insert(0, str(HERE))
     try:
         return importlib.import_module(f"cases_{name}")
@@ -46,9 +49,10 @@ def load_family(name: str):
         sys.path.pop(0)
 
 
-def call(namespace: Any, op: str, x: torch.Tensor, params: Dict[str, Any]):
-    """``op`` from ``namespace`` (torch.nn.functional or candle_port.runtime) on ``x``."""
-    return getattr(namespace, op)(x, **params)
+def call(namespace: Any, op: str, x: torch.Tensor, params: Dict[str, Any], operands=None):
+    """``op`` from ``namespace`` (torch.nn.functional or candle_port.runtime) on ``x`` (and the
+    tensor keyword arguments ``operands``)."""
+    return getattr(namespace, op)(x, **(operands or {}), **params)
 
 
 def split_output(result):
@@ -61,16 +65,21 @@ def split_output(result):
 def run_case(case: Dict[str, Any], dtype_name: str, seed: int) -> Dict[str, torch.Tensor]:
     dtype = DTYPES[dtype_name]
     x = case["input"].to(dtype).clone().requires_grad_(True)
-    out, indices = split_output(call(F, case["op"], x, case["params"]))
+    operands = {k: v.to(dtype).clone().requires_grad_(True) for k, v in case.get("operands", {}).items()}
+    out, indices = split_output(call(F, case["op"], x, case["params"], operands))
     gen = torch.Generator().manual_seed(seed)
     grad_output = torch.randn(out.shape, generator=gen, dtype=torch.float64).to(dtype)
-    (grad_input,) = torch.autograd.grad((out * grad_output).sum(), x)
+    grad_input, *grad_operands = torch.autograd.grad((out * grad_output).sum(), [x, *operands.values()],
+                                                     allow_unused=True)
     tensors = {
         "input": x.detach(),
         "output": out.detach(),
         "grad_output": grad_output,
         "grad_input": grad_input,
     }
+    for (name, value), grad in zip(operands.items(), grad_operands):
+        tensors[name] = value.detach()
+        tensors[f"grad_{name}"] = torch.zeros_like(value) if grad is None else grad
     if indices is not None:
         tensors["indices"] = indices.to(torch.int64)
     return {k: v.contiguous() for k, v in tensors.items()}
@@ -99,8 +108,11 @@ def _write_family(name: str, out_dir: Path) -> int:
             tensors = run_case(case, dtype_name, seed)
             for key, value in tensors.items():
                 blobs[f"{case_id}.{key}"] = value
-            entries.append({"id": case_id, "op": case["op"], "dtype": dtype_name, "params": case["params"],
-                            "tensors": sorted(tensors)})
+            entry = {"id": case_id, "op": case["op"], "dtype": dtype_name, "params": case["params"],
+                     "tensors": sorted(tensors)}
+            if case.get("operands"):
+                entry["operands"] = list(case["operands"])
+            entries.append(entry)
     out_dir.mkdir(parents=True, exist_ok=True)
     save_file(blobs, str(out_dir / f"{name}.safetensors"))
     table = {**FORMAT, "family": name, "torch": torch.__version__.split("+")[0], "cases": entries}

@@ -1,10 +1,13 @@
-//! PyTorch's interpolate and pooling ops for [candle], equal to torch in forward **and backward**,
-//! built only from candle ops that have a backward.
+//! PyTorch's interpolate, pooling (1-D to 3-D), grid sampling, transposed and 3-D convolution ops
+//! for [candle], equal to torch in forward **and backward**, built only from candle ops that have
+//! a backward.
 //!
 //! candle's own `upsample_bilinear2d` has no backward (`loss.backward()` stops with
 //! `backward not supported for upsample_bilinear2d`), its nearest upsampling differentiates only
 //! integer, uniform scales, its max/avg pooling only kernel == stride, and it has no bicubic,
-//! trilinear, area, antialiased or adaptive resizing at all. This crate is the Rust twin of the
+//! trilinear, area, antialiased or adaptive resizing at all; its `conv_transpose1d` has no
+//! backward, its `conv_transpose2d` no groups, and it has no grid sampling, 3-D convolution or
+//! 3-D pooling. This crate is the Rust twin of the
 //! Python package's `candle_port.runtime`: the same ops, composed of `index_select`, `gather`,
 //! `matmul` and elementwise ops, so a model ported from PyTorch computes torch's numbers and
 //! trains.
@@ -14,10 +17,18 @@
 //!
 //! [candle]: https://github.com/huggingface/candle
 
+mod convolution;
+pub mod grid;
 pub mod interpolate;
 pub mod pooling;
+pub mod transposed_conv;
+pub mod volumetric;
+pub use convolution::Conv;
+pub use grid::*;
 pub use interpolate::*;
 pub use pooling::*;
+pub use transposed_conv::*;
+pub use volumetric::*;
 
 /// The README's example, compiled and run as a doctest so that it stays true.
 #[cfg(doctest)]

@@ -8,7 +8,7 @@ use super::input::batched;
 use super::max::max_by_table;
 use super::windows::{adaptive_bounds, adaptive_max_rows, WindowTable};
 
-fn adaptive_avg(x: &Tensor, out: &[usize], op: &str) -> Result<Tensor> {
+pub(crate) fn adaptive_avg(x: &Tensor, out: &[usize], op: &str) -> Result<Tensor> {
     let (_, _, sizes) = batched(x, out.len(), op)?;
     let bounds: Vec<_> = sizes
         .iter()
@@ -22,7 +22,7 @@ fn adaptive_avg(x: &Tensor, out: &[usize], op: &str) -> Result<Tensor> {
     mean_by_matrices(x, &bounds, &counts, None)
 }
 
-fn adaptive_max(x: &Tensor, out: &[usize], op: &str) -> Result<(Tensor, Tensor)> {
+pub(crate) fn adaptive_max(x: &Tensor, out: &[usize], op: &str) -> Result<(Tensor, Tensor)> {
     let (_, _, sizes) = batched(x, out.len(), op)?;
     let rows: Vec<_> = sizes
         .iter()

@@ -14,6 +14,21 @@ use super::windows::{avg_bounds, mean_matrix};
 /// axis, torch's even spread of each window's gradient.
 pub(crate) fn window_sums(x: &Tensor, mats: &[Tensor]) -> Result<Tensor> {
     let (n, c) = (x.dim(0)?, x.dim(1)?);
+    if mats.len() == 3 {
+        // 3-D: the 2-D sums of each depth slice, then D brought last and `@ M_d`.
+        let (d, h, w) = (x.dim(2)?, x.dim(3)?, x.dim(4)?);
+        let (d_out, ho, wo) = (mats[0].dim(1)?, mats[1].dim(1)?, mats[2].dim(1)?);
+        let y = window_sums(&x.reshape((n, c * d, h, w))?, &mats[1..])?;
+        let y = y
+            .reshape((n * c, d, ho * wo))?
+            .transpose(1, 2)?
+            .contiguous()?;
+        let y = y.reshape((n * c * ho * wo, d))?.matmul(&mats[0])?;
+        return y
+            .reshape((n * c, ho * wo, d_out))?
+            .transpose(1, 2)?
+            .reshape((n, c, d_out, ho, wo));
+    }
     let w_mat = &mats[mats.len() - 1];
     let (w, wo) = w_mat.dims2()?;
     let rows = x.elem_count() / w;
@@ -64,7 +79,7 @@ pub(crate) fn mean_by_matrices(
     window_sums(&x.to_dtype(compute)?, &mats)?.to_dtype(dtype)
 }
 
-fn avg_pool(x: &Tensor, p: &Pool, nd: usize, op: &str) -> Result<Tensor> {
+pub(crate) fn avg_pool(x: &Tensor, p: &Pool, nd: usize, op: &str) -> Result<Tensor> {
     let (_, _, sizes) = batched(x, nd, op)?;
     let axes = p.axes(op, Kind::Avg, &sizes)?;
     let (bounds, counts): (Vec<_>, Vec<_>) = axes

@@ -4,10 +4,10 @@ use candle_core::{bail, DType, Result, Tensor};
 
 /// The spatial dims' names, for messages.
 fn layout(nd: usize) -> &'static str {
-    if nd == 1 {
-        "(N, C, L)"
-    } else {
-        "(N, C, H, W)"
+    match nd {
+        1 => "(N, C, L)",
+        2 => "(N, C, H, W)",
+        _ => "(N, C, D, H, W)",
     }
 }
 

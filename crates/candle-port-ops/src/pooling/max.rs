@@ -104,7 +104,7 @@ fn has_nan(x: &Tensor) -> Result<bool> {
     Ok(s.is_nan())
 }
 
-fn max_pool(x: &Tensor, p: &Pool, nd: usize, op: &str) -> Result<(Tensor, Tensor)> {
+pub(crate) fn max_pool(x: &Tensor, p: &Pool, nd: usize, op: &str) -> Result<(Tensor, Tensor)> {
     let (_, _, sizes) = batched(x, nd, op)?;
     let axes = p.axes(op, Kind::Max, &sizes)?;
     let mut rows = Vec::with_capacity(nd);

@@ -10,10 +10,10 @@
 //! Inputs are batched, (N, C, L) or (N, C, H, W), float (f16 / bf16 average pools are summed
 //! in f32). Indices are `i64`, flat per plane (`h * W + w`), as torch's.
 
-mod adaptive;
-mod avg;
+pub(crate) mod adaptive;
+pub(crate) mod avg;
 mod input;
-mod max;
+pub(crate) mod max;
 mod options;
 mod windows;
 

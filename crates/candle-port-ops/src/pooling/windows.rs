@@ -72,27 +72,32 @@ fn tiles(rows: &[Vec<Vec<usize>>]) -> Option<Vec<usize>> {
 impl WindowTable {
     /// Combine per-axis windows (`rows[axis][o][j]`) on an input of spatial `sizes`.
     pub fn new(rows: &[Vec<Vec<usize>>], sizes: &[usize], device: &Device) -> Result<Self> {
-        let (flat, windows, size) = match rows {
-            [r] => (
-                r.iter().flatten().map(|&q| q as u32).collect::<Vec<_>>(),
-                r.len(),
-                r.first().map_or(0, Vec::len),
-            ),
-            [r, c] => {
-                let w = sizes[1];
-                let mut flat = Vec::new();
-                for rw in r {
-                    for cw in c {
-                        for &h in rw {
-                            flat.extend(cw.iter().map(|&q| (h * w + q) as u32));
-                        }
+        if rows.is_empty() || rows.len() > 3 || rows.len() != sizes.len() {
+            bail!("pooling: index tables are built for 1-D, 2-D and 3-D windows only");
+        }
+        // Row-major plane strides, then the windows as the cartesian product over the axes
+        // (window-major, row-major inside each window).
+        let mut strides = vec![1usize; sizes.len()];
+        for a in (0..sizes.len() - 1).rev() {
+            strides[a] = strides[a + 1] * sizes[a + 1];
+        }
+        let mut windows_taps: Vec<Vec<usize>> = vec![vec![0]];
+        for (axis, stride) in rows.iter().zip(&strides) {
+            let mut next = Vec::with_capacity(windows_taps.len() * axis.len());
+            for prefix in &windows_taps {
+                for w in axis {
+                    let mut taps = Vec::with_capacity(prefix.len() * w.len());
+                    for &p in prefix {
+                        taps.extend(w.iter().map(|&q| p + q * stride));
                     }
+                    next.push(taps);
                 }
-                let k = r.first().map_or(0, Vec::len) * c.first().map_or(0, Vec::len);
-                (flat, r.len() * c.len(), k)
             }
-            _ => bail!("pooling: index tables are built for 1-D and 2-D windows only"),
-        };
+            windows_taps = next;
+        }
+        let windows = windows_taps.len();
+        let size = windows_taps.first().map_or(0, Vec::len);
+        let flat: Vec<u32> = windows_taps.iter().flatten().map(|&q| q as u32).collect();
         if sizes.iter().product::<usize>() > u32::MAX as usize {
             bail!("pooling: planes of more than 2^32 elements are not supported");
         }
@@ -104,7 +109,8 @@ impl WindowTable {
             positions: Tensor::from_vec(positions, size, device)?,
             windows,
             size,
-            tiles: tiles(rows),
+            // Tiles are reshaped in 1-D and 2-D only.
+            tiles: if rows.len() <= 2 { tiles(rows) } else { None },
         })
     }
 }

@@ -21,6 +21,8 @@ pub struct Case {
     pub dtype: DType,
     pub params: Value,
     pub tensors: HashMap<String, Tensor>,
+    /// The case's entry in the table, as written (its `operands`, if any).
+    pub entry: Value,
 }
 
 impl Case {
@@ -95,6 +97,7 @@ pub fn load_family(family: &str) -> Vec<Case> {
             Case {
                 op: case["op"].as_str().expect("op").to_string(),
                 params: case["params"].clone(),
+                entry: case.clone(),
                 id,
                 dtype,
                 tensors,
@@ -196,4 +199,37 @@ pub fn assert_input_gradient(case: &Case, x: &Var, out: &Tensor) -> f64 {
         .unwrap_or_else(|e| panic!("{}: backward: {e}", case.id))
         .unwrap_or_else(|| panic!("{}: no gradient reached the input", case.id));
     assert_close(case, "grad_input", &grad, case.tensor("grad_input"))
+}
+
+/// The operands of a case (`weight`, `bias`, `grid`, ...), in the table's order.
+pub fn operand_names(case: &Case) -> Vec<String> {
+    case.entry["operands"]
+        .as_array()
+        .map(|a| {
+            a.iter()
+                .map(|v| v.as_str().expect("operand name").to_string())
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// Assert the gradients of `sum(out * grad_output)` w.r.t. every `(name, var)` equal torch's
+/// (`grad_input` for `input`, else `grad_<name>`); a var the graph never reaches must have an
+/// all-zero torch gradient (torch's nearest grid_sample). Returns the worst error.
+pub fn assert_gradients(case: &Case, out: &Tensor, vars: &[(&str, &Var)]) -> f64 {
+    let grads = (out * case.tensor("grad_output"))
+        .and_then(|t| t.sum_all())
+        .and_then(|t| t.backward())
+        .unwrap_or_else(|e| panic!("{}: backward: {e}", case.id));
+    let mut worst = 0f64;
+    for (name, var) in vars {
+        let key = format!("grad_{name}");
+        let expected = case.tensor(&key);
+        let got = match grads.get(var.as_tensor()) {
+            Some(g) => g.clone(),
+            None => expected.zeros_like().expect("zeros"),
+        };
+        worst = worst.max(assert_close(case, &key, &got, expected));
+    }
+    worst
 }
