@@ -9,6 +9,7 @@
 
 pub mod exec;
 pub mod graph;
+pub mod measure;
 pub mod ops;
 pub mod report;
 pub mod value;

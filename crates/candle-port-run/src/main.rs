@@ -1,6 +1,8 @@
 //! `candle-port-run DIR [--ops native|port] [--out DIR]`: reads DIR/graph.json and
 //! DIR/tensors.safetensors, writes `candle-<mode>.safetensors` (outputs and parameter gradients)
 //! and `candle-<mode>.json` (the per-op report) into the output directory (default DIR).
+//! `candle-port-run --measure-ops OUT.json` runs the op probes (`measure.rs`) and writes their
+//! records, from which `scripts/gen_optable.py` generates verify's op table.
 //! Exit 0 when the run finished (the report says whether candle passed), 2 on a usage or I/O error.
 
 use std::path::PathBuf;
@@ -9,6 +11,21 @@ use candle_core::{Device, Result};
 use candle_port_run::{exec, graph::Graph, ops::OpsMode};
 
 fn run(args: &[String]) -> Result<()> {
+    if args.first().map(String::as_str) == Some("--measure-ops") {
+        let Some(path) = args.get(1) else {
+            candle_core::bail!("usage: candle-port-run --measure-ops OUT.json")
+        };
+        let records = candle_port_run::measure::measure_all()?;
+        let json = serde_json::json!({
+            "format": "candle-port-op-measurements", "version": 1,
+            "candle": candle_port_run::report::CANDLE_VERSION, "records": records,
+        });
+        let text = serde_json::to_string_pretty(&json)
+            .map_err(|e| candle_core::Error::Msg(e.to_string()))?;
+        std::fs::write(path, text)?;
+        println!("{} records", records.len());
+        return Ok(());
+    }
     let mut dir = None;
     let mut out = None;
     let mut mode = OpsMode::Native;

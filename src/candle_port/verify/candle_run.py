@@ -130,7 +130,8 @@ def check_in_candle(model: Any, inputs: Sequence[Any], seed: int = 0, modes: Seq
         results = {mode: run_mode(binary, export_dir, mode, rtol) for mode in modes}
     ops = sorted({n["op"] for n in graph["nodes"]})
     final = results.get("port", next(iter(results.values())))
-    return {"ok": final["ok"], "rtol": rtol, "dtype": dtype, "ops": ops, **results}
+    return {"ok": final["ok"], "rtol": rtol, "dtype": dtype, "ops": ops,
+            "reference_fixes": graph.get("reference_fixes", {}), **results}
 
 
 def summary_lines(result: dict) -> list[str]:

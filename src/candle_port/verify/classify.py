@@ -210,6 +210,8 @@ def wrong_in_context(node: Any, record: OpRecord, marked: set[str]) -> str:
     """The wrong-gradient cases that depend on the rest of the graph (optable ``wrong_gradient``)."""
     when = lookup(record.name).wrong_gradient
     first = node.args[0] if node.args else None
+    if when == "always":
+        return record.warning or "candle's gradient for this op is wrong (measured)"
     if when == "destination" and getattr(first, "name", None) in marked:
         return record.warning or "candle's gradient for the scattered-into tensor is wrong"
     if when == "shared_input" and getattr(first, "name", None) in marked:

@@ -1,5 +1,5 @@
 //! Activations and softmax: `relu`, `gelu` (erf and tanh forms), `silu`, `sigmoid`, `tanh`,
-//! `hardtanh`, `hardswish` (`x * clamp(x + 3, 0, 6) / 6`), `hardsigmoid`, `leaky_relu`, `elu`;
+//! `hardtanh`, `hardswish`, `prelu`, (`x * clamp(x + 3, 0, 6) / 6`), `hardsigmoid`, `leaky_relu`, `elu`;
 //! `_softmax`/`_log_softmax`: in native mode candle_nn's (`softmax_last_dim` on the last dim),
 //! in port mode composed as `exp(x - max) / sum`.
 
@@ -36,6 +36,7 @@ pub fn run(name: &str, args: &Args, mode: OpsMode) -> Option<Result<Value>> {
             let neg = x.minimum(0.0)?.exp()?.affine(alpha, -alpha)?;
             x.relu()?.add(&neg)
         })(),
+        "_prelu_kernel" | "prelu" => prelu(&x, args),
         // _safe_softmax differs only on rows that are all -inf (0 instead of NaN).
         "_safe_softmax" => softmax("_softmax", &x, args, mode),
         "_softmax" | "_log_softmax" => softmax(name, &x, args, mode),
@@ -59,6 +60,8 @@ fn known(name: &str) -> bool {
             | "elu"
             | "_softmax"
             | "_log_softmax"
+            | "_prelu_kernel"
+            | "prelu"
     )
 }
 
@@ -90,6 +93,23 @@ fn relu(x: &Tensor, mode: OpsMode) -> Result<Tensor> {
         OpsMode::Native => x.relu(),
         OpsMode::Port => x.mul(&x.gt(0.0)?.to_dtype(x.dtype())?),
     }
+}
+
+/// `x` where `x > 0`, else `w * x` (torch's mask: the gradient at 0 is `w`'s side), with a
+/// per-channel weight broadcast along dim 1.
+fn prelu(x: &Tensor, a: &Args) -> Result<Tensor> {
+    let w = a.tensor(1, "weight")?;
+    let w = if w.rank() == 1 && x.rank() >= 2 && w.elem_count() == x.dims()[1] && w.elem_count() > 1
+    {
+        let mut shape = vec![1usize; x.rank()];
+        shape[1] = w.elem_count();
+        w.reshape(shape)?
+    } else {
+        w
+    };
+    let pos = x.gt(0.0)?.to_dtype(x.dtype())?;
+    let neg = pos.affine(-1.0, 1.0)?;
+    x.mul(&pos)?.add(&x.mul(&neg)?.broadcast_mul(&w)?)
 }
 
 fn hard_sigmoid(x: &Tensor) -> Result<Tensor> {

@@ -1,6 +1,6 @@
 //! Views and layout: `view`/`reshape` (with `-1`), `permute`, `transpose`, `expand`, `slice`
 //! (with step), `select`, `unsqueeze`, `squeeze`, `cat`, `stack`, `split`, `constant_pad_nd`,
-//! dtype conversion, and the identities (`alias`, `clone`, `contiguous`, `dropout` in eval).
+//! dtype conversion, `as_strided` (an `index_select` the exporter resolves), and the identities (`alias`, `clone`, `contiguous`, `dropout` in eval).
 
 use candle_core::{bail, DType, Result, Tensor};
 
@@ -43,6 +43,7 @@ pub fn run(name: &str, op: &str, args: &Args) -> Option<Result<Value>> {
         "alias" | "clone" | "contiguous" | "lift_fresh_copy" => args.tensor(0, "self"),
         "detach" => args.tensor(0, "self").map(|x| x.detach()),
         "dropout" | "native_dropout" | "feature_dropout" => dropout(name, args),
+        "as_strided" | "as_strided_" => as_strided(args),
         "_to_copy" | "to" => to_dtype(args),
         "cat" | "stack" => (|| {
             let xs = args.tensors(0, "tensors")?;
@@ -132,6 +133,22 @@ fn squeeze(a: &Args) -> Result<Tensor> {
         }
     }
     Ok(y)
+}
+
+/// `as_strided(x, size, stride, offset)` reads x's torch storage, which candle does not have:
+/// the exporter resolves the read positions against x's strides in torch and passes them as
+/// `__index` (flat logical indices of x), so this is an `index_select` and differentiates.
+fn as_strided(a: &Args) -> Result<Tensor> {
+    let x = a.tensor(0, "self")?;
+    let size: Vec<usize> = a
+        .ints_or(1, "size", &[])?
+        .iter()
+        .map(|&d| d as usize)
+        .collect();
+    let Some(index) = a.opt_tensor(usize::MAX, "__index")? else {
+        bail!("as_strided reads torch storage outside its input's elements: no candle equivalent")
+    };
+    x.flatten_all()?.index_select(&index, 0)?.reshape(size)
 }
 
 fn dropout(name: &str, a: &Args) -> Result<Tensor> {
