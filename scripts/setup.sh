@@ -2,8 +2,9 @@
 # Create (or reuse) the virtual environment and install candle-port with its test extras.
 # torch and torchvision are pinned first, as a pair that imports together: an unpinned torch (or
 # one pulled by a dependency) would pick whatever PyPI serves. PyPI's Linux torch is a CUDA build
-# (about 3 GB with its nvidia-* packages) that also runs on the CPU; where you have a CPU wheel
-# index, `PIP_INDEX_URL=https://download.pytorch.org/whl/cpu bash scripts/setup.sh` is smaller.
+# (about 3 GB with its nvidia-* packages) that also runs on the CPU; where download.pytorch.org is
+# reachable, CANDLE_PORT_TORCH="torch==2.14.1 torchvision==0.29.1 --index-url
+# https://download.pytorch.org/whl/cpu" bash scripts/setup.sh installs the smaller CPU wheels.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 venv=${CANDLE_PORT_VENV:-.venv}

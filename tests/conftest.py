@@ -16,7 +16,7 @@ CORPUS_PACKAGES = ("timm", "diffusers", "segmentation_models_pytorch", "kornia")
 
 def shared_dir() -> Path | None:
     """../shared beside the checkout (or $CANDLE_PORT_SHARED): candle-ops.md and the corpus truth."""
-    candidates = [os.environ.get("CANDLE_PORT_SHARED"), ROOT.parent / "shared", "/work/shared"]
+    candidates = [os.environ.get("CANDLE_PORT_SHARED"), ROOT.parent / "shared"]
     for candidate in candidates:
         if candidate and (Path(candidate) / "corpus" / "truth").is_dir():
             return Path(candidate)

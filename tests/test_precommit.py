@@ -1,14 +1,19 @@
-"""The real pre-commit, against this repository's hooks: a bilinear model is refused, then fixed."""
+"""The real pre-commit, with docs/pre-commit.md's configuration, against a clone of this checkout
+tagged as the docs pin it (v0.2.0; the tag is made in the clone, so the test does not depend on
+the CI clone having tags): a bilinear model is refused, then fixed."""
 
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+
+import candle_port
 
 ROOT = Path(__file__).resolve().parents[1]
 MODEL = "import torch.nn.functional as F\n\n\ndef head(x):\n    return F.interpolate(x, scale_factor=2, mode='bilinear')\n"
@@ -18,6 +23,24 @@ def _git(*args, cwd):
     return subprocess.run(["git", *args], cwd=cwd, capture_output=True, text=True)
 
 
+def _documented_config() -> tuple[str, str, str]:
+    """docs/pre-commit.md's .pre-commit-config.yaml block, its repo URL (a placeholder) and rev."""
+    text = (ROOT / "docs" / "pre-commit.md").read_text(encoding="utf-8")
+    block = text.split("```yaml\n# .pre-commit-config.yaml\n", 1)[1].split("```", 1)[0]
+    repo = re.search(r"- repo: (\S+)", block).group(1)
+    rev = re.search(r"rev: (\S+)", block).group(1)
+    return block, repo, rev
+
+
+def tagged_clone(dest: Path, tag: str) -> Path:
+    """A clone of this checkout's HEAD with `tag` on it."""
+    done = subprocess.run(["git", "clone", "-q", "--no-hardlinks", str(ROOT), str(dest)], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    tagged = _git("-c", "user.email=t@example.com", "-c", "user.name=t", "tag", tag, cwd=dest)
+    assert tagged.returncode == 0, tagged.stderr
+    return dest
+
+
 @pytest.mark.slow
 def test_precommit_refuses_then_accepts_after_port_fix(tmp_path, tmp_path_factory):
     if shutil.which("git") is None:
@@ -25,14 +48,16 @@ def test_precommit_refuses_then_accepts_after_port_fix(tmp_path, tmp_path_factor
     head = _git("rev-parse", "HEAD", cwd=ROOT).stdout.strip()
     if _git("cat-file", "-e", f"{head}:.pre-commit-hooks.yaml", cwd=ROOT).returncode != 0:
         pytest.fail(".pre-commit-hooks.yaml is not committed at HEAD")
+    block, placeholder, rev = _documented_config()
+    assert rev == f"v{candle_port.__version__}", "the documented rev is not this version's tag"
+    clone = tagged_clone(tmp_path / "candle-port", rev)
     repo = tmp_path / "project"
     repo.mkdir()
     _git("init", "-q", cwd=repo)
     _git("config", "user.email", "t@example.com", cwd=repo)
     _git("config", "user.name", "t", cwd=repo)
-    (repo / ".pre-commit-config.yaml").write_text(
-        f"repos:\n  - repo: {ROOT}\n    rev: {head}\n    hooks:\n      - id: port-check\n"
-    )
+    # The documented configuration as is, the placeholder URL replaced by the tagged clone.
+    (repo / ".pre-commit-config.yaml").write_text(block.replace(placeholder, str(clone)))
     (repo / "model.py").write_text(MODEL)
     _git("add", ".", cwd=repo)
     env = {
@@ -42,17 +67,12 @@ def test_precommit_refuses_then_accepts_after_port_fix(tmp_path, tmp_path_factor
     }
     subprocess.run([sys.executable, "-m", "pre_commit", "install"], cwd=repo, env=env, check=True, capture_output=True)
 
+    # port-check refuses the model; the port-fix hook rewrites it and also fails the run because it
+    # changed files (like other fixers).
     refused = subprocess.run(["git", "commit", "-qm", "add model"], cwd=repo, env=env, capture_output=True, text=True)
-    assert refused.returncode != 0
-    assert "CP101" in refused.stdout + refused.stderr
-
-    # The port-fix hook rewrites the file and fails the run because it changed files (like other fixers).
-    fixed = subprocess.run(
-        [sys.executable, "-m", "pre_commit", "try-repo", str(ROOT), "port-fix", "--files", "model.py"],
-        cwd=repo, env=env, capture_output=True, text=True,
-    )
-    assert fixed.returncode != 0, fixed.stdout
-    assert "files were modified by this hook" in fixed.stdout
+    out = refused.stdout + refused.stderr
+    assert refused.returncode != 0, out
+    assert "CP101" in out and "files were modified by this hook" in out, out
     assert "candle_port" in (repo / "model.py").read_text()
 
     _git("add", ".", cwd=repo)

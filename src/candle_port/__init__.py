@@ -6,7 +6,7 @@ The public API (`check_source`, `check_paths`, `fix_source`) is loaded lazily so
 
 from __future__ import annotations
 
-__version__ = "0.1.0"
+__version__ = "0.2.0"
 
 _LAZY = {
     "check_source": "candle_port.api",

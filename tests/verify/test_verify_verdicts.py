@@ -245,7 +245,7 @@ def test_gradcheck_says_it_covers_the_input_gradient_only():
 def test_exit_codes_are_distinct_and_documented():
     codes = report_module.VERDICT_EXIT
     assert codes == {"pass": 0, "fail": 1, "changed": 3, "unchecked": 4} and report_module.EXIT_ERROR == 2
-    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text(encoding="utf-8")
-    section = readme.split("Verdict and exit codes", 1)[1][:3000]
+    doc = (Path(__file__).resolve().parents[2] / "docs" / "verify.md").read_text(encoding="utf-8")
+    section = doc.split("Verdict and exit codes", 1)[1][:3000]
     for code, verdict in ((0, "PASS"), (1, "FAIL"), (2, "error"), (3, "CHANGED"), (4, "UNCHECKED")):
         assert re.search(rf"\| {code} \| {verdict}", section), (code, verdict)

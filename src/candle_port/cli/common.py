@@ -32,7 +32,7 @@ Ignore = Annotated[
 ]
 ConfigPath = Annotated[
     Optional[Path],
-    typer.Option("--config", help="A pyproject.toml (its [tool.candle-port] table) or a TOML file of the same keys.", rich_help_panel=CONFIGURATION),
+    typer.Option("--config", help="A pyproject.toml (its \\[tool.candle-port] table) or a TOML file of the same keys.", rich_help_panel=CONFIGURATION),
 ]
 StdinFilename = Annotated[
     Optional[str],
