@@ -129,3 +129,18 @@ def test_console_example_prints_what_the_docs_show(where, command, expected, exa
 def test_there_are_console_examples_for_check_fix_and_verify():
     commands = {c.split()[0] + (" " + c.split()[1] if c.startswith("candle-port") else "") for _, c, _ in _console_blocks()}
     assert {"port-check", "port-fix", "candle-port verify"} <= commands
+
+
+def test_help_texts_say_what_the_docs_say():
+    """rich must not eat `[tool.candle-port]` as markup; port-fix rewrites more than bilinear."""
+    from typer.testing import CliRunner
+
+    from candle_port.cli.main import app
+
+    env = {"COLUMNS": "200", "TERM": "dumb", "NO_COLOR": "1"}
+    check = " ".join(CliRunner().invoke(app, ["check", "--help"], env=env).output.split())
+    assert "A pyproject.toml (its [tool.candle-port] table)" in check
+    fix = " ".join(CliRunner().invoke(app, ["fix", "--help"], env=env).output.split())
+    assert "every interpolate mode, max/avg/adaptive pooling" in fix and "bilinear upsampling so" not in fix
+    hooks = (ROOT / ".pre-commit-hooks.yaml").read_text(encoding="utf-8")
+    assert "Rewrite bilinear upsampling" not in hooks

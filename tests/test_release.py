@@ -43,6 +43,11 @@ def test_changelog_has_this_version_and_the_hook_snippets_pin_its_tag():
     for path in (ROOT / ".pre-commit-hooks.yaml", ROOT / "docs" / "pre-commit.md"):
         revs = re.findall(r"rev: (\S+)", path.read_text(encoding="utf-8"))
         assert revs and set(revs) == {f"v{version}"}, (path, revs)
+    # The action and git-URL install snippets pin the same tag.
+    for path in (ROOT / "docs" / "ci.md", ROOT / "docs" / "install.md", ROOT / "README.md", ROOT / "action.yml"):
+        tags = re.findall(r"candle-port@(v[\d.]+)|default: (v[\d.]+)|at the tag `(v[\d.]+)`", path.read_text(encoding="utf-8"))
+        found = {t for group in tags for t in group if t}
+        assert found and found == {f"v{version}"}, (path, found)
 
 
 @pytest.mark.slow

@@ -19,8 +19,8 @@ app = typer.Typer()
 app.command()(verify_command)
 
 
-def run(*args: str):
-    result = CliRunner().invoke(app, [str(a) for a in args])
+def run(*args: str, env: dict | None = None):
+    result = CliRunner().invoke(app, [str(a) for a in args], env=env)
     return result
 
 
@@ -68,7 +68,8 @@ def test_fpn_with_nn_upsample_text_output():
     result = run(f"{FIXTURES}/fpn_upsample.py:FPNHead", "--input-shape", "2,3,32,32", "--dtype", "float64")
     assert result.exit_code == 0, result.output
     assert "PASS" in result.stdout and "upsample_bilinear2d" in result.stdout  # the original's table
-    assert "50 x the original's own rounding" in result.stdout and "perturbed by" in result.stdout
+    text = " ".join(result.stdout.split())  # lines wrap at the console's width
+    assert "50 x the original's own rounding" in text and "perturbed by" in text
 
 
 def test_dynamic_mode_through_a_factory_with_gradcheck():
@@ -184,13 +185,40 @@ def test_eval_seed_threads_and_tolerance_options_are_applied():
 
 def test_bundled_example_passes_and_names_the_max_pool_caveat_it_removed():
     """examples/unet.py (the README's demo): bilinear and MaxPool2d(2) rewritten, verify passes;
-    the max pool's scaled candle gradient is shown for the original graph only."""
+    the max pool's scaled candle gradient is shown for the original graph only, once. On an
+    80-column terminal no line is longer, and a file:line is never split."""
     example = Path(__file__).resolve().parents[2] / "examples" / "unet.py"
-    result = run(f"{example}:UNet", "--input-shape", "1,3,32,32")
+    result = run(f"{example}:UNet", "--input-shape", "1,3,32,32", env={"COLUMNS": "80"})
     assert result.exit_code == 0, result.output
+    assert max(len(line) for line in result.stdout.splitlines()) <= 80, result.stdout
     text = " ".join(result.stdout.split())
     assert "port-fix: 3 site(s) rewritten" in text
-    assert "original graph, candle caveat max_pool2d at " in text and "examples/unet.py:" in text
+    # The original graph's ops without a correct candle backward, each with its lines in one piece.
+    assert "upsample_bilinear2d x2 (forward-only) at " in text and "unet.py:33, :35" in result.stdout
+    assert "max_pool2d x2 (wrong gradient) at " in text and "unet.py:31, :32" in result.stdout
     assert "candle's max_pool2d gradient is wrong" in text
-    assert text.count("candle caveat") == 1
+    assert text.count("candle's max_pool2d gradient is wrong") == 1  # not repeated as a caveat
+    assert "23 of 27 traced ops have a candle backward (85.2%)" in text
+    assert "traced ops have a candle backward (100.0%)" in text  # the rewritten graph
+    assert "docs/candle-measured.md" not in text and "shared/" not in text and "(2.3" not in text
     assert "PASS" in text
+
+
+def test_a_missing_optional_import_is_one_line_naming_it_its_importer_and_what_to_do():
+    result = run(f"{FIXTURES}/optional_dep_pkg/models/net.py:Net", "--input-shape", "1,3,8,8")
+    assert result.exit_code == 2, result.output
+    text = " ".join(result.output.split())
+    assert "module 'candle_port_fixture_not_installed' is not installed" in text
+    assert "imported by optional_dep_pkg.extras" in text and "extras.py:1)" in text
+    assert "pip install candle_port_fixture_not_installed" in text and "--source-root" in text
+    assert "Traceback" not in result.output
+
+
+@pytest.mark.parametrize("args, message", [
+    pytest.param(["--config-kwargs", "{}"], "--config-kwargs needs --config-class", id="kwargs-alone"),
+    pytest.param(["--config-class", "nocolon"], "--config-class must be package.module:ClassName", id="bad-spec"),
+    pytest.param(["--config-class", "collections:OrderedDict", "--config-kwargs", "[]"], "must be a JSON object", id="bad-json"),
+])
+def test_config_class_usage_errors(args, message):
+    result = run(f"{FIXTURES}/unet_bilinear.py:SmallUNet", "--input-shape", "1,3,8,8", *args)
+    assert result.exit_code == 2 and message in " ".join(result.output.split()), result.output

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import enum
 import json
+import os
 import sys
 from typing import Annotated, Optional
 
@@ -52,6 +53,26 @@ def parse_shape(text: str) -> tuple[int, ...]:
     return shape
 
 
+def _pipe_width() -> int:
+    try:
+        return max(40, int(os.environ.get("COLUMNS", "")))
+    except ValueError:
+        return 160
+
+
+def _json_object(flag: str, text: Optional[str]) -> dict:
+    """The JSON object given to ``flag`` ({} when not given); a usage error otherwise."""
+    if not text:
+        return {}
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError as exc:
+        _error(f"{flag} is not valid JSON: {exc}")
+    if not isinstance(value, dict):
+        _error(f"{flag} must be a JSON object")
+    return value
+
+
 def _error(message: str) -> None:
     common.stderr_console().print(f"[bold red]error[/bold red]: {escape(message)}", highlight=False, soft_wrap=True)
     raise typer.Exit(EXIT_ERROR)
@@ -62,6 +83,8 @@ def verify_command(
     input_shape: Annotated[list[str], typer.Option("--input-shape", help="Shape of one positional input, e.g. 1,3,64,64; repeat for several inputs.", rich_help_panel=MODEL_PANEL, show_default=False)],
     strategy: Annotated[Strategy, typer.Option("--strategy", help="port-fix strategy to apply to the copy.", case_sensitive=False)] = Strategy.runtime,
     init_kwargs: Annotated[Optional[str], typer.Option("--init-kwargs", help="JSON object of keyword arguments for the class or factory.", rich_help_panel=MODEL_PANEL)] = None,
+    config_class: Annotated[Optional[str], typer.Option("--config-class", help="package.module:ConfigClass: build it with --config-kwargs and pass it to MODEL as its first argument (transformers: MODEL(ConfigClass(**kwargs))).", rich_help_panel=MODEL_PANEL)] = None,
+    config_kwargs: Annotated[Optional[str], typer.Option("--config-kwargs", help="JSON object of keyword arguments for --config-class.", rich_help_panel=MODEL_PANEL)] = None,
     dtype: Annotated[DType, typer.Option("--dtype", help="Parameter and input dtype.", case_sensitive=False, rich_help_panel=MODEL_PANEL)] = DType.float32,
     source_root: Annotated[Optional[str], typer.Option("--source-root", help="The file or package to rewrite (default: the model's own file). Use the package directory when the model's code spans files.", rich_help_panel=MODEL_PANEL)] = None,
     eval_mode: Annotated[bool, typer.Option("--eval", help="Run the models in eval() mode (default: train(), as for training in candle).", rich_help_panel=MODEL_PANEL)] = False,
@@ -89,14 +112,10 @@ def verify_command(
         shapes = [parse_shape(s) for s in input_shape]
     except ValueError as exc:
         _error(str(exc))
-    kwargs: dict = {}
-    if init_kwargs:
-        try:
-            kwargs = json.loads(init_kwargs)
-        except json.JSONDecodeError as exc:
-            _error(f"--init-kwargs is not valid JSON: {exc}")
-        if not isinstance(kwargs, dict):
-            _error("--init-kwargs must be a JSON object")
+    kwargs = _json_object("--init-kwargs", init_kwargs)
+    config = _json_object("--config-kwargs", config_kwargs)
+    if config_kwargs and not config_class:
+        _error("--config-kwargs needs --config-class")
     from candle_port.verify.runner import VerifyError, VerifyOptions, run_verify
 
     options = VerifyOptions(
@@ -104,6 +123,7 @@ def verify_command(
         source_root=source_root, seed=seed, rtol=rtol, atol=atol, gradcheck=gradcheck,
         train=not eval_mode, threads=threads, noise_factor=noise_factor, trace=not no_trace,
         allow_wrong_gradients=allow_wrong_gradients,
+        config_class=config_class, config_kwargs=config,
     )
     try:
         report = run_verify(options)
@@ -119,8 +139,8 @@ def verify_command(
     else:
         from rich.console import Console
 
-        # Tables need room: when stdout is not a terminal, do not squeeze them into 80 columns.
-        console = Console(highlight=False, width=None if sys.stdout.isatty() else 160)
+        # A terminal's own width; when stdout is not a terminal, $COLUMNS or 160 (rich would say 80).
+        console = Console(highlight=False, width=None if sys.stdout.isatty() else _pipe_width())
         report.render(console, show_refusals)
         if candle_result is not None:
             console.print(candle_text(candle_result), markup=False)

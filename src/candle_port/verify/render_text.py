@@ -2,12 +2,64 @@
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from rich.markup import escape
+from rich.padding import Padding
+from rich import box
 from rich.table import Table
 
 from .optable import candle_pin
+
+
+def short_path(path: str) -> str:
+    """A location as a user reads it: relative to the working directory when under it, else from
+    the import root it lives in (``transformers/models/dpt/modeling_dpt.py:220``, not the absolute
+    site-packages path); ``file:line`` suffixes are kept."""
+    import os
+    import sys
+
+    head, sep, line = path.rpartition(":")
+    file, suffix = (head, sep + line) if sep and line.isdigit() else (path, "")
+    if not os.path.isabs(file):
+        return path
+    cwd = os.getcwd() + os.sep
+    if file.startswith(cwd):
+        return file[len(cwd):] + suffix
+    roots = sorted((p for p in sys.path if p and os.path.isabs(p)), key=len, reverse=True)
+    for root in roots:
+        root = root.rstrip(os.sep) + os.sep
+        if file.startswith(root):
+            return file[len(root):] + suffix
+    return path
+
+
+def short_locations(wheres: list[str]) -> str:
+    """``a.py:33, :35`` for several lines of one file, ``a.py:3, b.py:9`` otherwise."""
+    out: list[str] = []
+    last = None
+    for where in wheres:
+        shown = short_path(where)
+        file, sep, line = shown.rpartition(":")
+        if sep and line.isdigit() and file == last:
+            out.append(f":{line}")
+        else:
+            out.append(shown)
+            last = file if sep and line.isdigit() else None
+    return ", ".join(out)
+
+
+_MEASURED = re.compile(r"(measured): docs/candle-measured\.md")
+
+
+def user_text(text: str) -> str:
+    """Table notes as users can follow them: no section numbers of the project's internal op-table
+    notes, no repository paths they do not have (the docs site's page is "What candle does, measured")."""
+    text = _MEASURED.sub(r"\1", text)
+    text = text.replace("../shared/candle-ops.md", "candle's source")
+    text = re.sub(r" ?\(\d\.\d+\)", "", text)
+    return re.sub(r"\((\d\.\d+); ", "(", text)
 
 
 def _num(value: float | None) -> str:
@@ -30,13 +82,12 @@ def _tolerance_text(tol: Any) -> str:
     return f"{tol.factor:g} x the original's own rounding; {tol.note}"
 
 
-def _comparison_table(report: Any, max_rows: int) -> Table:
-    table = Table(title=f"Original vs rewritten ({escape(report.dtype)}; {escape(_tolerance_text(report.tolerance))})",
-                  title_justify="left")
-    for col in ("kind", "tensor", "shape", "max abs diff", "max rel diff", "rewrite dist", "own noise",
-                "allowed", "status", "note"):
-        numeric = "diff" in col or col in ("rewrite dist", "own noise", "allowed")
-        table.add_column(col, justify="right" if numeric else "left", overflow="fold")
+WIDE = 120  # from this console width on, the comparison also shows the kind and max abs diff
+
+
+def _comparison_table(report: Any, max_rows: int, width: int = 80) -> Table:
+    wide = width >= WIDE
+    table = Table(box=box.SIMPLE_HEAD, pad_edge=False, padding=(0, 1))
     rows = report.rows
     hidden = 0
     if len(rows) > max_rows:
@@ -46,41 +97,66 @@ def _comparison_table(report: Any, max_rows: int) -> Table:
         shown = set(map(id, keep + rest[:room]))
         hidden = len(rows) - len(shown)
         rows = [r for r in rows if id(r) in shown]
+    notes = any(r.note for r in rows)
+    columns = (["kind"] if wide else []) + ["tensor", "shape"] + (["max abs diff"] if wide else []) + [
+        "max rel diff", "rewrite dist", "own noise", "allowed", "status"] + (["note"] if notes else [])
+    for col in columns:
+        numeric = "diff" in col or col in ("rewrite dist", "own noise", "allowed")
+        # Narrow: two-line headers, so a column is as wide as its numbers (8 characters).
+        header = col if wide or not numeric else col.replace(" ", "\n", 1)
+        table.add_column(header, justify="right" if numeric else "left", overflow="fold",
+                         no_wrap=col in ("shape", "status", "kind") or numeric,
+                         min_width=12 if col == "tensor" else None)
     changed = report.changes_by_design
     for r in rows:
         dist = r.rewrite_dist if r.rewrite_dist is not None else r.rel_to_scale
-        table.add_row(r.kind, escape(r.name), "x".join(map(str, r.shape)) or "-", _num(r.max_abs),
-                      _num(r.max_rel), _num(dist), _num(r.own_noise), _num(r.allowed),
-                      _status(r.ok, changed), escape(r.note))
+        name = r.name
+        cells = ([r.kind] if wide else []) + [escape(name), "x".join(map(str, r.shape)) or "-"] + (
+            [_num(r.max_abs)] if wide else []) + [_num(r.max_rel), _num(dist), _num(r.own_noise), _num(r.allowed),
+                                                   _status(r.ok, changed)] + ([escape(r.note)] if notes else [])
+        table.add_row(*cells)
     if hidden:
         table.caption = f"{hidden} more parameter gradients within tolerance (all rows: --output-format json)"
     return table
 
 
-def _graph_table(label: str, graph: dict[str, Any]) -> Table | str:
+def _graph_lines(label: str, graph: dict[str, Any], console: Any) -> None:
+    """One line per graph with the coverage ("N of M traced ops have a candle backward"), then
+    each op without a correct candle backward: count, class, why and where (short paths)."""
+    from .report import coverage
+
     tracer = graph["tracer"] + (f", {graph['fallback_reason']}" if graph.get("fallback_reason") else "")
+    cov = coverage(graph)
     lacking = [row for row in graph["summary"] if not row["ok"] or row.get("wrong")]
-    total = sum(row["count"] for row in graph["summary"])
     on_path = sum(row["count"] for row in graph["summary"] if row["on_grad_path"])
+    head = (f"[bold]{label} graph[/] ({escape(tracer)}): {cov['with_backward']} of {cov['total']} traced ops have a "
+            f"candle backward ({cov['percent']:.1f}%)")
     if not lacking:
-        return (f"[bold]{label} graph[/] ({escape(tracer)}): [green]every op on a gradient path has a correct "
-                f"candle backward[/] ({total} ops, {on_path} on gradient paths)")
-    table = Table(title=f"{label} graph ({escape(tracer)}): ops without a correct candle backward", title_justify="left")
-    for col in ("aten op", "class", "count", "why", "where"):
-        table.add_column(col, overflow="fold")
+        console.print(f"{head}; [green]every op on a gradient path ({on_path}) has a correct candle backward[/]")
+    else:
+        console.print(f"{head}; on gradient paths ({on_path} ops), [bold]without a correct candle backward[/]:")
     for row in lacking:
         cls, why = (row["class"], row["reason"]) if not row["ok"] else ("wrong gradient", row["wrong"])
-        table.add_row(escape(row["name"]), cls, str(row["count"]), escape(why), escape("\n".join(row["where"])))
-    table.caption = f"{total} ops, {on_path} on gradient paths"
-    return table
+        where = f" at {escape(short_locations(row['where']))}" if row["where"] else ""
+        console.print(Padding(f"[bold]{escape(row['name'])}[/] x{row['count']} ({cls}){where}", (0, 0, 0, 2)))
+        if why:
+            console.print(Padding(escape(user_text(why)), (0, 0, 0, 6)))
+    missing = [op for op in cov["by_op"] if not any(op["op"] == row["name"] for row in lacking)]
+    if missing:
+        console.print("  [dim]no candle backward, not on a gradient path (candle runs only their forward):[/] "
+                      + escape(", ".join(f"{op['op']} x{op['count']}" + (f" ({short_path(op['first'])})" if op["first"] else "")
+                                         for op in missing)))
 
 
 def _rewrite_lines(report: Any, console: Any, show_refusals: bool) -> None:
     changed = report.rewrite["changed"]
     names = ", ".join(changed[:CHANGED_FILES_SHOWN])
     more = f" (+{len(changed) - CHANGED_FILES_SHOWN} more)" if len(changed) > CHANGED_FILES_SHOWN else ""
+    timing = ""
+    if "seconds" in report.rewrite:
+        timing = f" ({report.rewrite['seconds']:.1f}s, {report.rewrite.get('from_cache', 0)} from the rewrite cache)"
     console.print(f"rewrite: {len(changed)} of {report.rewrite['scanned']} file(s) changed under "
-                  f"{escape(report.source_root)}" + (f": {escape(names)}{more}" if changed else ""))
+                  f"{escape(short_path(report.source_root))}" + (f": {escape(names)}{more}" if changed else "") + timing)
     if report.rewrite.get("sites_fixed"):
         console.print(f"port-fix: {report.rewrite['sites_fixed']} site(s) rewritten")
     refused = report.rewrite.get("refused", [])
@@ -99,26 +175,35 @@ def _rewrite_lines(report: Any, console: Any, show_refusals: bool) -> None:
 
 
 def _caveats(report: Any, console: Any) -> None:
-    """Ops candle trains but not exactly, with where they are: what the rewrite removed (dim) and
-    what it left (yellow). Wrong gradients that decide the verdict are in the graph table."""
-    for prefix, graph in (
-        ("[dim]original graph, candle caveat[/]", report.graph_original),
-        ("[yellow]candle caveat[/]", report.graph_rewritten),
-    ):
-        warnings: dict[str, tuple[str, str]] = {}
+    """Ops candle trains but not exactly, with where they are, each said once: what the rewrite
+    removed (dim, "original graph"), what it left (yellow; also in the original graph, not repeated).
+    Wrong gradients that decide the verdict are in the graph lines."""
+    def warnings(graph: dict | None) -> dict[str, tuple[str, str]]:
+        found: dict[str, tuple[str, str]] = {}
         for row in (graph or {}).get("summary", []):
             if row["warning"] and row["on_grad_path"]:
-                warnings.setdefault(row["name"], (row["warning"], row["where"][0] if row["where"] else ""))
-        for name, (text, where) in warnings.items():
-            at = f" at {escape(where)}" if where else ""
-            console.print(f"{prefix} {escape(name)}{at}: {escape(text)}")
+                found.setdefault(row["name"], (row["warning"], row["where"][0] if row["where"] else ""))
+        return found
+
+    def listed(graph: dict | None) -> set[str]:  # already in the graph lines, as a wrong gradient
+        return {row["name"] for row in (graph or {}).get("summary", []) if not row["ok"] or row.get("wrong")}
+
+    left = {k: v for k, v in warnings(report.graph_rewritten).items() if k not in listed(report.graph_rewritten)}
+    removed = {k: v for k, v in warnings(report.graph_original).items()
+               if k not in left and k not in warnings(report.graph_rewritten) and k not in listed(report.graph_original)}
+    for prefix, found in (("[dim]original graph, candle caveat[/]", removed), ("[yellow]candle caveat[/]", left)):
+        for name, (text, where) in found.items():
+            at = f" at {escape(short_path(where))}" if where else ""
+            console.print(f"{prefix} {escape(name)}{at}:")
+            console.print(Padding(escape(user_text(text)), (0, 0, 0, 6)))
 
 
 def render_report(report: Any, console: Any, show_refusals: bool = False) -> None:
     pin = candle_pin()
-    console.print(f"[bold]candle-port verify[/] {escape(report.model)}  strategy={report.strategy} "
-                  f"dtype={report.dtype} seed={report.seed} mode={'train' if report.train else 'eval'} "
-                  f"inputs={escape(str(report.input_shapes))}")
+    shapes = ", ".join("x".join(map(str, s)) for s in report.input_shapes)
+    console.print(f"[bold]candle-port verify[/] {escape(report.model)}")
+    console.print(f"  strategy={report.strategy} dtype={report.dtype} seed={report.seed} "
+                  f"mode={'train' if report.train else 'eval'} inputs={escape(shapes)}")
     _rewrite_lines(report, console, show_refusals)
     if report.new_parameters:
         console.print(f"[yellow]new parameters added by the rewrite (initialised, not loaded):[/] "
@@ -126,10 +211,13 @@ def render_report(report: Any, console: Any, show_refusals: bool = False) -> Non
     if report.dropped_state:
         console.print(f"[yellow]state_dict entries the rewritten model does not have:[/] "
                       f"{escape(', '.join(report.dropped_state))}")
-    console.print(_comparison_table(report, 40))
+    # The heading is a line of its own: as a table title it would wrap at the table's width.
+    console.print(f"Original vs rewritten (outputs, input and parameter gradients; {escape(report.dtype)}; "
+                  f"{escape(_tolerance_text(report.tolerance))})")
+    console.print(_comparison_table(report, 40, console.width))
     for label, graph in (("Original", report.graph_original), ("Rewritten", report.graph_rewritten)):
         if graph is not None:
-            console.print(_graph_table(label, graph))
+            _graph_lines(label, graph, console)
     if report.graph_rewritten is None:
         console.print(f"[yellow]rewritten graph not checked:[/] {escape(report.trace_error or 'not traced')}")
     _caveats(report, console)

@@ -167,6 +167,7 @@ class VerifyReport:
             "max_diffs": self.max_diffs(),
             "comparisons": [row.to_json() for row in self.rows],
             "graphs": {"original": self.graph_original, "rewritten": self.graph_rewritten},
+            "coverage": {"original": coverage(self.graph_original), "rewritten": coverage(self.graph_rewritten)},
             "trace_error": self.trace_error,
             "allow_wrong_gradients": self.allow_wrong_gradients,
             "gradcheck": self.gradcheck,
@@ -180,6 +181,40 @@ class VerifyReport:
         from .render_text import render_report
 
         render_report(self, console, show_refusals)
+
+
+_LACKS = ("forward-only", "no-op", "not-in-table")
+
+
+def coverage(graph: dict[str, Any] | None) -> dict[str, Any]:
+    """What converter users know: "N of M traced ops have a candle backward (x%)", and the ops
+    without one grouped by op, with the count and the first source location of each.
+
+    An op lacks a candle backward when candle has none for it (forward-only, no op, not in the
+    table), when its backward's condition fails on a gradient path, or when candle's backward
+    gives a wrong gradient there. Counts are traced calls, not distinct ops."""
+    if not graph:
+        return {"total": 0, "with_backward": 0, "percent": 100.0, "by_op": []}
+    total = 0
+    by_op: dict[str, dict[str, Any]] = {}
+    for row in graph["summary"]:
+        total += row["count"]
+        lacks = row["class"] in _LACKS or not row["ok"] or bool(row.get("wrong"))
+        if not lacks:
+            continue
+        entry = by_op.setdefault(row["name"], {"op": row["name"], "count": 0, "class": set(),
+                                               "on_grad_path": False, "first": ""})
+        entry["count"] += row["count"]
+        entry["class"].add("wrong gradient" if row["ok"] and row.get("wrong") else row["class"])
+        entry["on_grad_path"] = entry["on_grad_path"] or row["on_grad_path"]
+        if not entry["first"] and row["where"]:
+            entry["first"] = row["where"][0]
+    ops = sorted(by_op.values(), key=lambda e: (not e["on_grad_path"], -e["count"], e["op"]))
+    for entry in ops:
+        entry["class"] = ", ".join(sorted(entry["class"]))
+    lacking = sum(e["count"] for e in ops)
+    return {"total": total, "with_backward": total - lacking,
+            "percent": round(100.0 * (total - lacking) / total, 1) if total else 100.0, "by_op": ops}
 
 
 def split_refusal(note: str) -> tuple[str, str]:

@@ -14,7 +14,7 @@ from typing import Any
 from .compare import NOISE_FACTOR, choose_tolerance, compare_results
 from .lines import map_graph_locations
 from .report import EXIT_ERROR, EXIT_FAIL, EXIT_PASS, VerifyReport  # noqa: F401 (re-exported)
-from .spec import SpecError, parse_model_spec, resolve_source_root
+from .spec import SpecError, parse_config_class, parse_model_spec, resolve_source_root
 from .workspace import RewriteFn, make_rewritten_copy, use_prepared_copy
 
 WORKER_TIMEOUT_S = 1800
@@ -44,6 +44,9 @@ class VerifyOptions:
     train: bool = True
     threads: int = 1
     cwd: Path | None = None
+    # --config-class package.module:Class and --config-kwargs: MODEL(Class(**config_kwargs), **init_kwargs).
+    config_class: str | None = None
+    config_kwargs: dict[str, Any] = field(default_factory=dict)
 
 
 def _unchanged(text: str, strategy: str, path: str) -> tuple[str, bool]:
@@ -126,6 +129,8 @@ def run_verify(options: VerifyOptions, rewrite: RewriteFn | None = None,
     try:
         spec = parse_model_spec(options.model, options.cwd)
         source = resolve_source_root(spec, options.source_root)
+        if options.config_class:
+            parse_config_class(options.config_class)
     except SpecError as exc:
         raise VerifyError(str(exc)) from exc
     if not options.input_shapes:
@@ -145,6 +150,7 @@ def run_verify(options: VerifyOptions, rewrite: RewriteFn | None = None,
             "init_kwargs": options.init_kwargs, "input_shapes": [list(s) for s in options.input_shapes],
             "dtype": options.dtype, "seed": options.seed, "train": options.train, "threads": options.threads,
             "trace": options.trace,
+            "config_class": options.config_class, "config_kwargs": options.config_kwargs,
         }
         reference = str(workdir / "reference.pt")
         job_a = dict(base, role="original", out=str(workdir / "original.pt"), reference_out=reference)
@@ -165,7 +171,8 @@ def run_verify(options: VerifyOptions, rewrite: RewriteFn | None = None,
         if not result.get("redirected"):
             raise VerifyError(f"{spec.module} is outside the source root {source.path} and building the model "
                               f"imported nothing from it: there is nothing rewritten to compare")
-    elif Path(result["module_file"]).resolve() == Path(original["module_file"]).resolve():
+    # absolute(), not resolve(): a file the rewrite left alone is a link to the original in the copy.
+    elif Path(result["module_file"]).absolute() == Path(original["module_file"]).absolute():
         raise VerifyError(f"isolation failed: the rewritten worker imported the original {original['module_file']}")
     load = result.get("load", {"missing": [], "unexpected": []})
     tolerance = choose_tolerance(options.dtype, original.get("reference"), options.rtol, options.atol,

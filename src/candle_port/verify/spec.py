@@ -115,3 +115,45 @@ def resolve_source_root(spec: ModelSpec, source_root: str | os.PathLike | None) 
     # A module or package root outside the model's file is allowed (a factory script building e.g. a
     # transformers model from a config); the run then checks that the model really imported the root.
     return SourceRoot(path, modules, driver=not covered)
+
+
+def parse_config_class(text: str) -> tuple[str, str]:
+    """``package.module:ConfigClass`` -> (module, attr), for ``--config-class``.
+
+    The class is imported in each worker (after the rewritten copy's redirect is in place), called
+    with ``--config-kwargs`` and the result passed to MODEL as its first argument, as
+    transformers' ``XModel(XConfig(**kwargs))``."""
+    module, sep, attr = text.rpartition(":")
+    if not sep or not _DOTTED.match(module or "") or not _DOTTED.match(attr or ""):
+        raise SpecError(f"--config-class must be package.module:ClassName, got {text!r}")
+    return module, attr
+
+
+def describe_import_error(target: str, exc: BaseException) -> str:
+    """One line for an import that failed while building the model: which module is missing,
+    which module imports it (file and line), and how to proceed. Not a traceback."""
+    importer = _importing_frame(exc)
+    where = f"; imported by {importer[0]} ({importer[1]}:{importer[2]})" if importer else ""
+    if isinstance(exc, ModuleNotFoundError) and exc.name:
+        missing = exc.name
+        top = missing.split(".")[0]
+        return (f"cannot import {target}: module {missing!r} is not installed{where}. Install it "
+                f"(pip install {top}), or, if the model does not need it, give MODEL as the model's own module "
+                f"and --source-root on its subpackage, so that only what the model imports is imported")
+    return f"cannot import {target}: {type(exc).__name__}: {str(exc).strip().splitlines()[0] if str(exc).strip() else ''}{where}"
+
+
+def _importing_frame(exc: BaseException) -> tuple[str, str, int] | None:
+    """(module name, file, line) of the innermost frame that ran the failing import statement."""
+    tb = exc.__traceback__
+    found = None
+    while tb is not None:
+        code = tb.tb_frame.f_code
+        if not code.co_filename.startswith("<frozen importlib"):
+            name = tb.tb_frame.f_globals.get("__name__", "?")
+            found = (str(name), code.co_filename, tb.tb_lineno)
+        tb = tb.tb_next
+    # The worker's own frame (importlib.import_module's caller) is no importer of the user's.
+    if found is not None and found[0].startswith(("candle_port.", "importlib")):
+        return None
+    return found

@@ -62,7 +62,9 @@ def _load_target(job: dict) -> Any:
     try:
         module = importlib.import_module(job["module"])
     except Exception as exc:
-        raise WorkerError("import", f"cannot import {job['module']}: {type(exc).__name__}: {exc}") from exc
+        from .spec import describe_import_error
+
+        raise WorkerError("import", describe_import_error(job["module"], exc)) from exc
     obj: Any = module
     for part in job["attr"].split("."):
         if not hasattr(obj, part):
@@ -71,13 +73,40 @@ def _load_target(job: dict) -> Any:
     return module, obj
 
 
+def _config_args(job: dict) -> tuple:
+    """``(ConfigClass(**config_kwargs),)`` for --config-class (transformers' XModel(XConfig(...))), else ()."""
+    if not job.get("config_class"):
+        return ()
+    from .spec import describe_import_error
+
+    module_name, _, attr = job["config_class"].rpartition(":")
+    try:
+        obj: Any = importlib.import_module(module_name)
+    except Exception as exc:
+        raise WorkerError("import", describe_import_error(module_name, exc)) from exc
+    for part in attr.split("."):
+        if not hasattr(obj, part):
+            raise WorkerError("import", f"{module_name} has no attribute {attr!r} (--config-class)")
+        obj = getattr(obj, part)
+    kwargs = job.get("config_kwargs") or {}
+    try:
+        return (obj(**kwargs),)
+    except Exception as exc:
+        raise WorkerError("build", f"--config-class {attr}(**{kwargs}) failed: {type(exc).__name__}: {exc}") from exc
+
+
 def _build(job: dict) -> tuple[Any, Any]:
     import torch
 
     module, factory = _load_target(job)
+    args = _config_args(job)
     torch.manual_seed(job["seed"])
     try:
-        model = factory(**job["init_kwargs"])
+        model = factory(*args, **job["init_kwargs"])
+    except ImportError as exc:  # a factory that imports inside its body
+        from .spec import describe_import_error
+
+        raise WorkerError("build", f"{job['attr']}: " + describe_import_error(job["module"], exc)) from exc
     except Exception as exc:
         raise WorkerError("build", f"{job['attr']}(**{job['init_kwargs']}) failed: {type(exc).__name__}: {exc}") from exc
     if not isinstance(model, torch.nn.Module):
