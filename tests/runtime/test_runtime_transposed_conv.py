@@ -150,7 +150,7 @@ def test_graph_is_candle_differentiable(fn, shapes):
 
 def test_random_configurations_1d_2d_3d():
     """Seeded random (rank, kernel, stride, padding, output_padding, dilation, groups, size):
-    the sub-pixel, matmul and zero-dilation paths all equal torch's in value and gradients, and
+    the matmul and zero-dilation paths equal torch's in value and gradients, and
     what torch rejects raises here too."""
     import random
 

@@ -19,7 +19,7 @@ outputs it reaches in torch. Imports nothing but torch.
 from __future__ import annotations
 
 from functools import lru_cache
-from typing import List, NamedTuple, Optional, Sequence, Tuple, Union
+from typing import List, Optional, Sequence, Tuple, Union
 
 import torch
 import torch.nn.functional as F
@@ -195,70 +195,6 @@ def _tc_blocks(x: torch.Tensor, weight: torch.Tensor, bias: Optional[torch.Tenso
     return y
 
 
-class _TcPhase(NamedTuple):
-    taps: Tuple[int, ...]  # kernel positions r, r + s, ... of this phase
-    rows: Tuple[int, ...]  # input rows the stride-1 correlation reads (n: a zero row)
-    count: int  # output positions of this phase
-
-
-@lru_cache(maxsize=256)
-def _tc_phase_plan(n: int, k: int, s: int, p: int, op: int) -> Tuple[Tuple[_TcPhase, ...], Tuple[int, ...]]:
-    """Sub-pixel plan of one axis of a transposed convolution (dilation 1). Output ``q`` gets
-    ``sum_j x[m - j] w[r + j s]`` with ``q + p = m s + r``: the outputs of phase ``r`` are a
-    stride-1 correlation of the input with the reversed taps ``w[r::s]``. Returns the phases with
-    taps, and the position of every output in the phases' concatenation (its length: no tap,
-    a zero)."""
-    out = (n - 1) * s - 2 * p + k + op
-    phases, pos, offset, zero = [], {}, 0, []
-    for r in range(s):
-        qs = [q for q in range(out) if (q + p) % s == r]
-        if not qs:
-            continue
-        taps = tuple(range(r, k, s))
-        if not taps:
-            zero += qs
-            continue
-        ms = [(q + p - r) // s for q in qs]
-        rows = tuple(m if 0 <= m < n else n for m in range(ms[0] - (len(taps) - 1), ms[-1] + 1))
-        phases.append(_TcPhase(taps, rows, len(qs)))
-        for i, q in enumerate(qs):
-            pos[q] = offset + i
-        offset += len(qs)
-    for q in zero:
-        pos[q] = offset
-    return tuple(phases), tuple(pos[q] for q in range(out))
-
-
-def _tc_phases(x, weight, bias, stride, padding, output_padding, groups, nd, conv) -> Optional[torch.Tensor]:
-    """Transposed convolution (dilation 1) of batched ``x`` as ``prod(stride)`` stride-1
-    convolutions ``conv(x_rows, w_sub)`` with the sub-kernels, interleaved by ``cat`` +
-    ``index_select`` per axis: no multiplication by inserted zeros. None when an axis has no
-    output any tap reaches (the caller then zero-dilates)."""
-    plans = [
-        _tc_constant(_tc_phase_plan, x.shape[2 + i], weight.shape[2 + i], stride[i], padding[i], output_padding[i])
-        for i in range(nd)
-    ]
-    if any(not phases for phases, _ in plans):  # an axis whose outputs no tap reaches
-        return None
-
-    def build(axis: int, xs: torch.Tensor, ws: torch.Tensor) -> torch.Tensor:
-        if axis == nd:
-            return conv(xs, _tc_flip_weight(ws, groups, nd))
-        phases, order = plans[axis]
-        dim = 2 + axis
-        parts = [
-            build(axis + 1, _tc_take(xs, dim, ph.rows), _tc_take(ws, dim, ph.taps))
-            for ph in phases
-        ]
-        y = parts[0] if len(parts) == 1 else torch.cat(parts, dim)
-        return _tc_take(y, dim, order)
-
-    y = build(0, x, weight)
-    if bias is not None:
-        y = y + bias.reshape((1, -1) + (1,) * nd)
-    return y
-
-
 def _tc_transposed(nd, torch_fn, input, weight, bias, stride, padding, output_padding, groups, dilation):
     args = (input, weight, bias, stride, padding, output_padding, groups, dilation)
     try:
@@ -284,16 +220,6 @@ def _tc_transposed(nd, torch_fn, input, weight, bias, stride, padding, output_pa
     if tuple(weight.shape[2:]) == s and not any(p + op) and all(v == 1 for v in d):
         y = _tc_blocks(x, weight, bias, groups, nd)
         return y if batched else y.squeeze(0)
-    if all(v == 1 for v in d):  # sub-pixel phases: no multiplication by inserted zeros
-        if nd == 1:
-            y = _tc_phases(x, weight, bias, s, p, op, groups, 1, lambda xs, ws: F.conv1d(xs, ws, None, 1, 0, 1, groups))
-        else:
-            y = _tc_phases(
-                x, weight, bias, s, p, op, groups, 2,
-                lambda xs, ws: _tc_conv2d(xs, ws, None, (1, 1), ((0, 0), (0, 0)), (1, 1), groups),
-            )
-        if y is not None:
-            return y if batched else y.squeeze(0)
     x = _tc_prepare(x, weight, s, p, op, d, nd)
     w = _tc_flip_weight(weight, groups, nd)
     if nd == 1:

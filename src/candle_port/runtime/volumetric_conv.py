@@ -30,7 +30,6 @@ from .transposed_conv import (
     _tc_conv2d,
     _tc_flip_weight,
     _tc_ints,
-    _tc_phases,
     _tc_prepare,
     _tc_take,
     _tc_valid,
@@ -176,13 +175,6 @@ def conv_transpose3d(
     if tuple(weight.shape[2:]) == s and not any(p + op) and all(v == 1 for v in d):
         y = _tc_blocks(x, weight, bias, groups, 3)  # kernel == stride: one matmul
         return y if batched else y.squeeze(0)
-    if all(v == 1 for v in d):  # sub-pixel phases: no multiplication by inserted zeros
-        y = _tc_phases(
-            x, weight, bias, s, p, op, groups, 3,
-            lambda xs, ws: _vc_conv3d(xs, ws, None, (1, 1, 1), ((0, 0),) * 3, (1, 1, 1), groups),
-        )
-        if y is not None:
-            return y if batched else y.squeeze(0)
     x = _tc_prepare(x, weight, s, p, op, d, 3)
     w = _tc_flip_weight(weight, groups, 3)
     y = _vc_conv3d(x, w, bias, (1, 1, 1), ((0, 0),) * 3, d, groups)
