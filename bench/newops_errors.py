@@ -24,11 +24,12 @@ from candle_port import runtime
 def _cases():
     """(op name, input shapes, our fn, torch fn) for each configuration."""
     out = []
-    for g, s, p, op, d in [(1, 1, 0, 0, 1), (2, 2, 1, 1, 1), (3, (2, 3), (1, 0), (1, 2), (1, 2)), (1, 3, 2, 0, 2), (6, 2, 1, 1, 1)]:
+    for g, s, p, op, d in [(1, 1, 0, 0, 1), (2, 2, 1, 1, 1), (3, (2, 3), (1, 0), (1, 2), (1, 2)), (1, 3, 2, 0, 2), (6, 2, 1, 1, 1),
+                           (2, (3, 2), 0, 0, 1)]:
         args = (s, p, op, g, d)
         out.append(("conv_transpose2d", [(2, 6, 5, 4), (6, 2, 3, 2), (2 * g,)],
                     lambda x, w, b, a=args: runtime.conv_transpose2d(x, w, b, *a), lambda x, w, b, a=args: F.conv_transpose2d(x, w, b, *a)))
-    for g, s, p, op, d in [(1, 1, 0, 0, 1), (2, 2, 1, 1, 1), (3, 3, 2, 2, 2), (1, 4, 5, 0, 1)]:
+    for g, s, p, op, d in [(1, 1, 0, 0, 1), (2, 2, 1, 1, 1), (3, 3, 2, 2, 2), (1, 4, 5, 0, 1), (2, 3, 0, 0, 1)]:
         args = (s, p, op, g, d)
         out.append(("conv_transpose1d", [(2, 6, 7), (6, 2, 3), (2 * g,)],
                     lambda x, w, b, a=args: runtime.conv_transpose1d(x, w, b, *a), lambda x, w, b, a=args: F.conv_transpose1d(x, w, b, *a)))
@@ -43,7 +44,8 @@ def _cases():
         args = (s, p, d, g)
         out.append(("conv3d", [(1, 6, 6, 5, 7), (6, 6 // g, 3, 2, 3), (6,)],
                     lambda x, w, b, a=args: runtime.conv3d(x, w, b, *a), lambda x, w, b, a=args: F.conv3d(x, w, b, *a)))
-    for g, s, p, op, d in [(1, 1, 0, 0, 1), (2, 2, 1, 1, 1), (3, (2, 1, 3), (1, 0, 2), (1, 0, 2), (1, 2, 1))]:
+    for g, s, p, op, d in [(1, 1, 0, 0, 1), (2, 2, 1, 1, 1), (3, (2, 1, 3), (1, 0, 2), (1, 0, 2), (1, 2, 1)),
+                           (2, (3, 2, 3), 0, 0, 1)]:
         args = (s, p, op, g, d)
         out.append(("conv_transpose3d", [(2, 6, 4, 3, 5), (6, 2, 3, 2, 3), (2 * g,)],
                     lambda x, w, b, a=args: runtime.conv_transpose3d(x, w, b, *a), lambda x, w, b, a=args: F.conv_transpose3d(x, w, b, *a)))

@@ -146,3 +146,36 @@ def test_graph_is_candle_differentiable(fn, shapes):
     x, w = (torch.randn(s, requires_grad=True) for s in shapes)
     names = candle_graph(fn, [x, w], forbidden=("conv_transpose",))
     assert "convolution" in names or "bmm" in names or "mm" in names
+
+
+def test_random_configurations_1d_2d_3d():
+    """Seeded random (rank, kernel, stride, padding, output_padding, dilation, groups, size):
+    the matmul and zero-dilation paths equal torch's in value and gradients, and
+    what torch rejects raises here too."""
+    import random
+
+    rng = random.Random(0)
+    fns = {1: (runtime.conv_transpose1d, F.conv_transpose1d), 2: (runtime.conv_transpose2d, F.conv_transpose2d),
+           3: (runtime.conv_transpose3d, F.conv_transpose3d)}
+    checked = 0
+    for _ in range(40):
+        nd, g = rng.choice([1, 2, 3]), rng.choice([1, 2])
+        k = [rng.randint(1, 4) for _ in range(nd)]
+        s = [rng.randint(1, 4) for _ in range(nd)]
+        d = [1] * nd if rng.random() < 0.8 else [rng.randint(1, 2) for _ in range(nd)]
+        p = [rng.randint(0, 3) for _ in range(nd)]
+        op = [rng.randint(0, max(a, b) - 1) for a, b in zip(s, d)]
+        x, w, b = _tensors([1, 2 * g] + [rng.randint(1, 4) for _ in range(nd)], [2 * g, 2] + k, 2 * g, torch.float64, rng.randint(0, 99))
+        ours, theirs = fns[nd]
+        try:
+            theirs(x, w, b, s, p, op, g, d)
+        except RuntimeError:
+            with pytest.raises(RuntimeError):
+                ours(x, w, b, s, p, op, g, d)
+            continue
+        parity(lambda x, w, b: ours(x, w, b, s, p, op, g, d), lambda x, w, b: theirs(x, w, b, s, p, op, g, d), [x, w, b])
+        checked += 1
+    assert checked > 20
+    # an axis whose outputs no kernel tap reaches (k=1, s=4, p=1, output_padding=3): bias only
+    x, w, b = _tensors((1, 2, 1), (2, 1, 1), 1, torch.float64)
+    parity(lambda x, w, b: runtime.conv_transpose1d(x, w, b, 4, 1, 3), lambda x, w, b: F.conv_transpose1d(x, w, b, 4, 1, 3), [x, w, b])

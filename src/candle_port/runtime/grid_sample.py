@@ -143,7 +143,11 @@ def _gs_sample(x, grid, mode, padding_mode, align_corners):
     if mode == "nearest":
         xx, mx = _gs_tap(sx.detach().round(), w, "zeros", align_corners)
         yy, my = _gs_tap(sy.detach().round(), h, "zeros", align_corners)
-        return _gs_gather(x, [yy], [xx], [mx & my]).reshape(n, c, ho, wo)
+        out = _gs_gather(x, [yy], [xx], [mx & my])  # (N, C, 1, P)
+        if grid.requires_grad:  # torch's grid gradient is zeros: a where that never picks the grid
+            never = torch.zeros((), dtype=torch.bool, device=x.device)
+            out = torch.where(never, gx.unsqueeze(1).unsqueeze(2), out)
+        return out.reshape(n, c, ho, wo)
     fx, fy = sx.detach().floor(), sy.detach().floor()
     we = sx - fx  # distance to the west column
     ea = 1 - we
@@ -175,8 +179,8 @@ def grid_sample(
 
     * ``bilinear``: corners ``floor(x)``, ``floor(x) + 1`` (likewise y), weights the products of
       the distances to the opposite sides; corners outside the input read 0.
-    * ``nearest``: ``round(x)`` (half to even); the grid gets a zero gradient (torch fills
-      zeros; here it gets none, i.e. ``None`` when nothing else uses it).
+    * ``nearest``: ``round(x)`` (half to even); the grid gets torch's zero gradient (through a
+      ``where`` whose condition is always false, so no arithmetic touches the values).
     * ``bicubic``: the 4 x 4 taps around ``floor`` of the *unpadded* coordinate, each tap's
       integer coordinate padded on its own (as ATen), cubic convolution weights with A = -0.75.
 

@@ -25,7 +25,15 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from .transposed_conv import _tc_blocks, _tc_conv2d, _tc_flip_weight, _tc_ints, _tc_prepare, _tc_take, _tc_valid
+from .transposed_conv import (
+    _tc_blocks,
+    _tc_conv2d,
+    _tc_flip_weight,
+    _tc_ints,
+    _tc_prepare,
+    _tc_take,
+    _tc_valid,
+)
 
 __all__ = ["Conv3d", "ConvTranspose3d", "conv3d", "conv_transpose3d"]
 
