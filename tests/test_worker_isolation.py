@@ -24,13 +24,13 @@ def _crash_on_poison(args):
 
 def test_a_dead_worker_costs_only_its_file():
     files = [f"f{i:03}.py" for i in range(100)]
-    results = map_files(_crash_on_poison, files, ("f037.py",), jobs=2, on_crash=lambda p: f"crashed {p}")
+    results = map_files(_crash_on_poison, files, ("f037.py",), jobs=2, on_crash=lambda p, cause: f"crashed {p}")
     assert results == [f"crashed {p}" if p == "f037.py" else f"ok {p}" for p in files]
 
 
 def test_two_poisoned_files_both_found():
     files = [f"f{i:03}.py" for i in range(60)]
-    results = map_files(_crash_on_poison, files, ("9.py",), jobs=2, on_crash=lambda p: f"crashed {p}")
+    results = map_files(_crash_on_poison, files, ("9.py",), jobs=2, on_crash=lambda p, cause: f"crashed {p}")
     assert results == [f"crashed {p}" if p.endswith("9.py") else f"ok {p}" for p in files]
 
 
