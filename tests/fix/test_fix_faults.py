@@ -26,6 +26,21 @@ SITE = "import torch.nn.functional as F\ny = F.interpolate(x, scale_factor=2, mo
 APP = single_command_app(fix_command, "port-fix")
 
 
+LIMIT_S = 180  # a hard bound per test, whatever the fault does (CI: each takes 1-16 s)
+
+
+@pytest.fixture(autouse=True)
+def bounded_in_time():
+    def expire(signum, frame):
+        pytest.fail(f"a fault-injection test ran over {LIMIT_S} s", pytrace=False)
+
+    previous = signal.signal(signal.SIGALRM, expire)
+    signal.alarm(LIMIT_S)
+    yield
+    signal.alarm(0)
+    signal.signal(signal.SIGALRM, previous)
+
+
 def run(*args, jobs: int = 1):
     return CliRunner().invoke(APP, ["--jobs", str(jobs), *map(str, args)])
 
