@@ -1,7 +1,7 @@
 """Run a per-file function over many files in worker processes, so that no file can stop the run.
 
-Every file is processed in a worker process (on Linux and wherever processes start by fork; with
--j1 or a small tree, one worker), never in the main one: libcst's native parser can crash the
+Every file is processed in a worker process (on Linux, started by fork; with -j1 or a small
+tree, one worker), never in the main one: libcst's native parser can crash the
 process (SIGSEGV on deep nesting), abort it when an allocation fails, or take minutes on hostile
 input, and none of that can be caught in the process it happens in. Each worker runs under limits
 (WORKER_MEMORY_BYTES of address space beyond what it started with; FILE_CPU_SECONDS of CPU per
@@ -15,7 +15,7 @@ Ctrl-C (or SIGTERM turned into KeyboardInterrupt by the command) stops the run: 
 cancelled, running ones finish (a worker ignores SIGINT, so it never dies mid-write), and
 Interrupted carries every result obtained, so the caller can say what was already written.
 Workers die with the main process (Linux: PR_SET_PDEATHSIG), so a killed run leaves none hung.
-Where processes cannot be forked (Windows, macOS's default), a one-process run stays in-process.
+Elsewhere (Windows, macOS) a one-process run stays in-process.
 """
 
 from __future__ import annotations
@@ -113,11 +113,14 @@ def _run_limited(work: Callable[[tuple], list], chunk: tuple) -> list:
 
 
 def _can_fork() -> bool:
-    return multiprocessing.get_start_method(allow_none=True) in (None, "fork") and sys.platform.startswith("linux")
+    return sys.platform.startswith("linux")
 
 
 def _pool(workers: int) -> ProcessPoolExecutor:
-    return ProcessPoolExecutor(max_workers=workers, initializer=_worker_init)
+    # fork on Linux whatever the default (forkserver from Python 3.14): workers start in
+    # milliseconds, with the command's state, and a one-process run can afford its worker.
+    context = multiprocessing.get_context("fork") if _can_fork() else None
+    return ProcessPoolExecutor(max_workers=workers, initializer=_worker_init, mp_context=context)
 
 
 def death_cause(exitcode: int | None) -> str:
