@@ -24,13 +24,13 @@ def _crash_on_poison(args):
 
 def test_a_dead_worker_costs_only_its_file():
     files = [f"f{i:03}.py" for i in range(100)]
-    results = map_files(_crash_on_poison, files, ("f037.py",), jobs=2, on_crash=lambda p: f"crashed {p}")
+    results = map_files(_crash_on_poison, files, ("f037.py",), jobs=2, on_crash=lambda p, cause: f"crashed {p}")
     assert results == [f"crashed {p}" if p == "f037.py" else f"ok {p}" for p in files]
 
 
 def test_two_poisoned_files_both_found():
     files = [f"f{i:03}.py" for i in range(60)]
-    results = map_files(_crash_on_poison, files, ("9.py",), jobs=2, on_crash=lambda p: f"crashed {p}")
+    results = map_files(_crash_on_poison, files, ("9.py",), jobs=2, on_crash=lambda p, cause: f"crashed {p}")
     assert results == [f"crashed {p}" if p.endswith("9.py") else f"ok {p}" for p in files]
 
 
@@ -41,3 +41,12 @@ def test_deeply_nested_brackets_never_reach_libcst(tmp_path):
     report = check_paths([str(tmp_path)], Config(), jobs=1)
     assert [(e.path.endswith("deep.py"), "too many nested parentheses" in e.reason) for e in report.errors] == [(True, True)]
     assert [os.path.basename(f.path) for f in report.findings] == ["strings.py"]
+
+
+def test_a_parser_crash_in_a_one_process_check_costs_only_its_file(tmp_path):
+    """A 10,000-term `and` (valid Python) overflows libcst's native parser (SIGSEGV); -j1 still finishes."""
+    (tmp_path / "bad.py").write_text(BILINEAR + "z = " + " and ".join(["a"] * 10_000) + "\n")
+    (tmp_path / "good.py").write_text(BILINEAR)
+    report = check_paths([str(tmp_path)], Config(), jobs=1)
+    assert [os.path.basename(f.path) for f in report.findings if f.path.endswith("good.py")] == ["good.py"]
+    assert all(e.path.endswith("bad.py") for e in report.errors)

@@ -53,8 +53,8 @@ def check_file(path: str, config: Config, cache: ResultCache | None = None) -> F
     return result
 
 
-def _worker_died(path: str) -> FileResult:
-    return FileResult(path, error=FileError(path, "the worker process died while checking this file (a crash in the parser, or killed); not checked"))
+def _worker_died(path: str, cause: str = "the worker process died") -> FileResult:
+    return FileResult(path, error=FileError(path, f"not checked: {cause} while checking this file"))
 
 
 def _check_chunk(args: tuple[list[str], Config, str | None]) -> list[FileResult]:

@@ -22,23 +22,28 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 def test_ctrl_c_lists_what_was_rewritten_and_exits_130(tmp_path: Path, monkeypatch):
-    for name in ("a.py", "b.py", "c.py"):
+    names = [f"{c}.py" for c in "abcdefgh"]
+    for name in names:
         (tmp_path / name).write_text(SITE)
     real_fix_text = fixer.fix_text
+    main = os.getpid()
 
-    def interrupt_at_b(text, **kwargs):
+    def ctrl_c_at_b(text, **kwargs):  # runs in the worker: Ctrl-C reaches the main process, as a terminal's would
         if kwargs["path"].endswith("b.py"):
-            raise KeyboardInterrupt
+            os.kill(main, signal.SIGINT)
+            time.sleep(0.5)
         return real_fix_text(text, **kwargs)
 
-    monkeypatch.setattr(fixer, "fix_text", interrupt_at_b)
+    monkeypatch.setattr(fixer, "fix_text", ctrl_c_at_b)
     result = CliRunner().invoke(APP, ["--jobs", "1", str(tmp_path)])
     assert result.exit_code == 130
-    assert f"{tmp_path / 'a.py'}: rewritten before the interrupt" in result.stderr
-    assert "interrupted after 1 file; 1 rewritten (listed above), the others untouched" in result.stderr
-    assert "candle_runtime" in (tmp_path / "a.py").read_text()
-    assert (tmp_path / "b.py").read_text() == SITE and (tmp_path / "c.py").read_text() == SITE
-    assert not list(tmp_path.glob(f"*{writeback.TEMP_SUFFIX}"))
+    listed = {line.split(": rewritten before")[0] for line in result.stderr.splitlines() if ": rewritten before the interrupt" in line}
+    rewritten = {str(tmp_path / name) for name in names if "candle_runtime" in (tmp_path / name).read_text()}
+    assert listed == rewritten
+    assert str(tmp_path / "a.py") in rewritten and len(rewritten) < len(names)  # the running file finishes, the queued ones do not start
+    assert f"port-fix: interrupted after {len(listed)} files; {len(listed)} rewritten (listed above), the others untouched" in result.stderr
+    assert all((tmp_path / name).read_text() == SITE for name in names if str(tmp_path / name) not in rewritten)
+    assert not list(tmp_path.glob(f".*{writeback.TEMP_SUFFIX}"))
 
 
 def test_sigterm_on_a_pooled_run_stops_the_workers_and_reports(tmp_path: Path):

@@ -167,18 +167,18 @@ def test_same_size_same_mtime_edit_is_caught_by_the_hash(tree: Path):
 def test_a_second_port_fix_run_meanwhile_wins_and_the_first_refuses(tree: Path, monkeypatch):
     path = tree / "model.py"
     real_fix_text = fixer.fix_text
-    nested = []
+    nested = tree / "nested-run.txt"  # on disk: fix_text runs in a worker process
 
     def another_run_meanwhile(text, **kwargs):
         result = real_fix_text(text, **kwargs)
-        if not nested:
-            nested.append(None)
-            nested[0] = run(tree)  # the other run replaces the file (new inode)
+        if not nested.exists():
+            nested.write_text("running")
+            nested.write_text(str(run(tree).exit_code))  # the other run replaces the file (new inode)
         return result
 
     monkeypatch.setattr(fixer, "fix_text", another_run_meanwhile)
     result = run(tree)
-    assert nested[0].exit_code == 0 and result.exit_code == 4
+    assert nested.read_text() == "0" and result.exit_code == 4
     assert path.read_text() == FIXED
     assert "changed on disk" in result.stderr
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import difflib
 import os
+import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -21,7 +22,15 @@ from candle_port.parallel import Interrupted, map_files
 from candle_port.prefilter import is_vendored_runtime, may_hold_sites
 from candle_port.rewriters.eligibility import NEAREST, STRATEGIES
 from candle_port.rewriters.fixer import FixError, FixResult
-from candle_port.rewriters.writeback import NotWritten, WriteFailed, WritePolicy, WriteRefused, take_snapshot, write_back
+from candle_port.rewriters.writeback import (
+    NotWritten,
+    WriteFailed,
+    WritePolicy,
+    WriteRefused,
+    remove_temp_files,
+    take_snapshot,
+    write_back,
+)
 from candle_port.sources import SourceError, decode_source
 
 @dataclass
@@ -110,9 +119,9 @@ def fix_file(
     return result
 
 
-def _worker_died(path: str) -> FileError:
+def _worker_died(path: str, cause: str = "the worker process died") -> FileError:
     # Writes are atomic: the file is either as it was or completely rewritten.
-    return FileError(path, "the worker process died while fixing this file (a crash in the parser, or killed); rerun port-fix on it")
+    return FileError(path, f"{cause} while fixing this file (writes are atomic: it is unchanged or fully rewritten); rerun port-fix on it")
 
 
 def _fix_chunk(args) -> list:
@@ -146,16 +155,22 @@ def fix_files(
         from candle_port.rewriters.vendor import vendored_module_name, write_vendored
 
         vendored_module = vendored_module_name(Path(vendor))
-    found = discover(paths, config)
-    report = FixReport(errors=list(found.errors), empty_directories=found.empty_directories)
-    files = found.files
-    if vendor is not None:
-        vendored_file = (Path(vendor) / "candle_port_runtime.py").resolve()
-        files = [f for f in files if Path(f).resolve() != vendored_file]
-    if vendored_module is not None and write:
-        # Before any model file imports it: a failure here (full disk) leaves every model untouched.
-        report.vendored = str(write_vendored(Path(vendor)))
-    policy = WritePolicy(force_read_only=force_read_only, roots=tuple(os.path.realpath(p) for p in paths))
+    report = FixReport()
+    try:
+        found = discover(paths, config)
+        report.errors, report.empty_directories = list(found.errors), found.empty_directories
+        files = found.files
+        if vendor is not None:
+            vendored_file = (Path(vendor) / "candle_port_runtime.py").resolve()
+            files = [f for f in files if Path(f).resolve() != vendored_file]
+        if vendored_module is not None and write:
+            # Before any model file imports it: a failure here (full disk) leaves every model untouched.
+            report.vendored = str(write_vendored(Path(vendor)))
+    except KeyboardInterrupt:  # before any model file was touched
+        report.interrupted = True
+        return report
+    run_tag = uuid.uuid4().hex[:12]  # names this run's temporary files, so a killed worker's are found
+    policy = WritePolicy(force_read_only=force_read_only, roots=tuple(os.path.realpath(p) for p in paths), temp_tag=run_tag)
     try:
         # A progress callback makes a one-process run go file by file, so an interrupt keeps every finished result.
         outcomes = map_files(
@@ -164,6 +179,10 @@ def fix_files(
     except Interrupted as stop:
         outcomes = stop.results
         report.interrupted = True
+    finally:
+        if write:
+            # Every worker has exited: a temporary file of this run still there is a killed worker's.
+            remove_temp_files({os.path.dirname(os.path.realpath(f)) for f in files}, run_tag)
     for outcome in outcomes:
         report.files_seen += 1
         if isinstance(outcome, FileError):

@@ -11,7 +11,9 @@ A file is read once into a Snapshot (its bytes, identity and a hash). Writing it
    reached through a symlink, the target must lie inside the paths port-fix was given;
 4. the bytes go to a temporary file in the same directory, are fsynced, get the original's mode,
    owner and group, and replace the file with os.replace. Any failure, KeyboardInterrupt
-   included, removes the temporary file and leaves the original as it was.
+   included, removes the temporary file and leaves the original as it was. A worker killed
+   meanwhile (SIGKILL) cannot: its temporary file carries the run's tag, and the run removes it
+   once its workers have exited (remove_temp_files).
 
 WriteRefused means the file was left alone to protect it (exit 4); WriteFailed and OSError mean it
 could not be written (exit 3).
@@ -57,6 +59,7 @@ class WritePolicy:
 
     force_read_only: bool = False
     roots: tuple[str, ...] | None = None  # real paths a symlinked file's target must lie under; None: anywhere
+    temp_tag: str = ""  # in temporary files' names: remove_temp_files finds those of a killed worker
 
 
 @dataclass(frozen=True)
@@ -116,7 +119,7 @@ def write_back(snapshot: Snapshot, data: bytes, policy: WritePolicy = WritePolic
             fcntl.flock(fd, fcntl.LOCK_EX)
         info = os.fstat(fd)
         _check_writable(info, policy)
-        _replace(snapshot, real, fd, info, data)
+        _replace(snapshot, real, fd, info, data, policy.temp_tag)
     finally:
         os.close(fd)
 
@@ -151,9 +154,10 @@ def _unchanged(snapshot: Snapshot, fd: int, real: str) -> bool:
     return _digest(b"".join(chunks)) == snapshot.digest
 
 
-def _replace(snapshot: Snapshot, real: str, fd: int, info: os.stat_result, data: bytes) -> None:
+def _replace(snapshot: Snapshot, real: str, fd: int, info: os.stat_result, data: bytes, tag: str = "") -> None:
     directory = os.path.dirname(real)
-    tmp_fd, tmp = tempfile.mkstemp(prefix=f".{os.path.basename(real)}.", suffix=TEMP_SUFFIX, dir=directory)
+    prefix = f".{os.path.basename(real)}.{tag + '.' if tag else ''}"
+    tmp_fd, tmp = tempfile.mkstemp(prefix=prefix, suffix=TEMP_SUFFIX, dir=directory)
     try:
         with os.fdopen(tmp_fd, "wb") as handle:
             handle.write(data)
@@ -168,6 +172,30 @@ def _replace(snapshot: Snapshot, real: str, fd: int, info: os.stat_result, data:
         _remove(tmp)
         raise
     _sync_directory(directory)
+
+
+def remove_temp_files(directories, tag: str) -> int:
+    """Remove the temporary files named with `tag` (a run's, once its workers have exited).
+
+    A worker killed between creating its temporary file and the replace (SIGKILL, the OOM killer)
+    cannot remove it; the file it was writing is untouched. Returns how many were removed.
+    """
+    if not tag:
+        return 0
+    removed = 0
+    for directory in directories:
+        try:
+            names = os.listdir(directory)
+        except OSError:
+            continue
+        for name in names:
+            if name.startswith(".") and name.endswith(TEMP_SUFFIX) and f".{tag}." in name:
+                try:
+                    os.unlink(os.path.join(directory, name))
+                    removed += 1
+                except OSError:
+                    pass
+    return removed
 
 
 def _keep_owner(tmp_fd: int, info: os.stat_result) -> None:
