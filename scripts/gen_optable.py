@@ -113,6 +113,10 @@ def _entry(op: str, records: list[dict], note: dict) -> dict:
             warnings.append(f"measured: {r['probe']}: {r['verdict']} ({r['evidence']})")
     if warnings:
         entry["warning"] = "; ".join(warnings)
+    kinks = [f"measured: {r['probe']}: {r['verdict']} ({r['evidence']})" for r in records
+             if r["role"] == "note" and r["verdict"] != "backward"]
+    if kinks:
+        entry["note"] = "; ".join(([entry["note"]] if entry.get("note") else []) + kinks)
     entry["measured"] = [{k: r[k] for k in ("probe", "role", "verdict", "evidence")}
                          | ({"case": r["case"]} if r.get("case") else {}) for r in records]
     return entry

@@ -29,7 +29,8 @@ pub struct Record {
     pub op: String,
     /// Probe name: what was run.
     pub probe: String,
-    /// `verdict` (decides the op's class) or `caveat` (a candle op a port may reach for instead).
+    /// `verdict` (decides the op's class), `caveat` (a candle op a port may reach for instead,
+    /// or a context that breaks it) or `note` (a kink where candle's gradient differs from torch's).
     pub role: String,
     /// For a conditional op: the name of its condition in `conditions.py`.
     pub condition: Option<String>,
@@ -263,6 +264,12 @@ fn probe(ops: &[&'static str], name: &'static str, inputs: Vec<Input>, f: Box<Fo
 impl Probe {
     fn caveat(mut self) -> Self {
         self.role = "caveat";
+        self
+    }
+    /// A gradient at a single point (a kink) that differs from torch's convention: a note,
+    /// since it matters only on a set of measure zero.
+    fn kink(mut self) -> Self {
+        self.role = "note";
         self
     }
     fn when(mut self, condition: &'static str, case: Json) -> Self {
@@ -760,9 +767,9 @@ fn probes() -> Vec<Probe> {
               Box::new(|x| candle_nn::ops::softmax_last_dim(&x[0]))).caveat(),
         probe(&["gelu"], "gelu_erf (candle's own)", vec![any(&s23)], Box::new(|x| x[0].gelu_erf())).caveat(),
         probe(&["relu"], "relu at 0 (torch: 0)", vec![Input::Given(vec![3], vec![-1.0, 0.0, 1.0])],
-              Box::new(|x| x[0].relu())).caveat().expect(vec![0.0, 0.0, 1.0]),
+              Box::new(|x| x[0].relu())).kink().expect(vec![0.0, 0.0, 1.0]),
         probe(&["clamp", "hardtanh", "relu6"], "clamp at a bound (torch: 0)", vec![Input::Given(vec![3], vec![-1.0, 0.0, 1.0])],
-              Box::new(|x| x[0].clamp(-1.0, 1.0))).caveat().expect(vec![0.0, 1.0, 0.0]),
+              Box::new(|x| x[0].clamp(-1.0, 1.0))).kink().expect(vec![0.0, 1.0, 0.0]),
         probe(&["_scaled_dot_product_attention_math", "_scaled_dot_product_efficient_attention",
                 "_scaled_dot_product_flash_attention", "_scaled_dot_product_flash_attention_for_cpu",
                 "scaled_dot_product_attention"], "matmul + softmax + matmul", vec![any(&s234), any(&s234), any(&s234)],

@@ -1,52 +1,125 @@
-"""``candle-port verify MODEL ... --candle``: the user's original model, run in real candle.
+"""``candle-port verify MODEL ... --candle``: the user's model, run in real candle, before and after
+port-fix.
 
-Builds the original model in this process with verify's seed rules (the same init, inputs and
-dtype as the original worker), exports its traced graph and runs it through candle-port-run in
-both modes (candle_run.py). Native mode shows which op a straightforward port cannot train, at
-which source line; port mode shows whether candle-port-ops' twins fix it.
+Builds the original model with verify's seed rules (the same init, inputs and dtype as the
+original worker), exports its traced graph and runs it through candle-port-run in both modes
+(candle_run.py). Native mode shows which op a straightforward port cannot train, at which source
+line; port mode shows whether candle-port-ops' twins fix it. Then the same for the rewritten copy
+(what port-fix produced, built in a child process that imports the model from the copy, as
+verify's rewritten worker does): there, native candle ops are expected to pass.
 """
 
 from __future__ import annotations
 
 import importlib
+import json
+import subprocess
 import sys
+import tempfile
+from pathlib import Path
 from typing import Any
 
 from .candle_run import CandleRunError, check_in_candle, summary_lines
 from .spec import parse_model_spec
 
+CHILD_TIMEOUT_S = 3600
 
-def _build_original(options: Any):
+
+def _build(job: dict):
     import torch
 
-    spec = parse_model_spec(options.model, options.cwd)
-    sys.path.insert(0, str(spec.import_root))
-    obj: Any = importlib.import_module(spec.module)
-    for part in spec.attr.split("."):
+    sys.path.insert(0, job["import_root"])
+    if job.get("redirects"):
+        from .worker import _Redirect
+
+        sys.meta_path.insert(0, _Redirect(job["redirects"]))
+    obj: Any = importlib.import_module(job["module"])
+    for part in job["attr"].split("."):
         obj = getattr(obj, part)
-    dtype = getattr(torch, options.dtype)
-    torch.manual_seed(options.seed)
-    model = obj(**options.init_kwargs).to(dtype)
-    model.train(options.train)
-    gen = torch.Generator().manual_seed(options.seed + 1)
-    inputs = [torch.randn(s, dtype=dtype, generator=gen) for s in options.input_shapes]
+    dtype = getattr(torch, job["dtype"])
+    torch.manual_seed(job["seed"])
+    model = obj(**job["init_kwargs"]).to(dtype)
+    model.train(job["train"])
+    gen = torch.Generator().manual_seed(job["seed"] + 1)
+    inputs = [torch.randn(s, dtype=dtype, generator=gen) for s in job["input_shapes"]]
     return model, inputs
 
 
-def candle_check(options: Any) -> dict:
-    """JSON-ready candle result for ``options`` (a VerifyOptions); ``ok`` false with ``error``
-    when candle could not be run at all (no cargo, build failure, untraceable model)."""
+def _job(options: Any) -> dict:
+    spec = parse_model_spec(options.model, options.cwd)
+    return {"module": spec.module, "attr": spec.attr, "import_root": str(spec.import_root),
+            "init_kwargs": options.init_kwargs, "input_shapes": [list(s) for s in options.input_shapes],
+            "dtype": options.dtype, "seed": options.seed, "train": options.train}
+
+
+def _guarded(run) -> dict:
     try:
-        model, inputs = _build_original(options)
-        return check_in_candle(model, inputs, seed=options.seed)
+        return run()
     except CandleRunError as exc:
         return {"ok": False, "error": str(exc)}
     except Exception as exc:  # the user's model failing to build or trace is a result, not a crash
-        return {"ok": False, "error": f"{type(exc).__name__}: {str(exc).strip().splitlines()[0] if str(exc).strip() else ''}"}
+        text = str(exc).strip()
+        return {"ok": False, "error": f"{type(exc).__name__}: {text.splitlines()[0] if text else ''}"}
+
+
+def _check_rewritten(options: Any, job: dict) -> dict:
+    from .spec import resolve_source_root
+    from .workspace import make_rewritten_copy
+
+    source = resolve_source_root(parse_model_spec(options.model, options.cwd), options.source_root)
+    with tempfile.TemporaryDirectory(prefix="candle-port-candle-") as tmp:
+        rewritten = make_rewritten_copy(source, Path(tmp) / "rewritten", options.strategy)
+        if not rewritten.changed:
+            return {"ok": True, "changed": False, "note": "port-fix changed nothing: the original is the rewritten copy"}
+        path = Path(tmp) / "job.json"
+        path.write_text(json.dumps(dict(job, redirects=rewritten.modules)), encoding="utf-8")
+        done = subprocess.run([sys.executable, "-m", "candle_port.verify.candle_check", str(path)],
+                              capture_output=True, text=True, timeout=CHILD_TIMEOUT_S)
+    if done.returncode != 0:
+        tail = (done.stderr.strip().splitlines() or [f"exit {done.returncode}"])[-1]
+        return {"ok": False, "error": f"the rewritten copy could not be run in candle: {tail}"}
+    return dict(json.loads(done.stdout), changed=True)
+
+
+def candle_check(options: Any) -> dict:
+    """JSON-ready candle result for ``options`` (a VerifyOptions): the original's (top level, as
+    before) and the rewritten copy's (``rewritten``). ``ok`` when port mode passes on both; ``ok``
+    false with ``error`` when candle could not be run at all (no cargo, build failure,
+    untraceable model)."""
+    job = _job(options)
+
+    def original() -> dict:
+        model, inputs = _build(job)
+        return check_in_candle(model, inputs, seed=options.seed)
+
+    result = _guarded(original)
+    if "port" not in result:
+        return result
+    result["rewritten"] = _guarded(lambda: _check_rewritten(options, job))
+    result["original_ok"] = result["ok"]
+    result["ok"] = bool(result["ok"] and result["rewritten"].get("ok", False))
+    return result
 
 
 def candle_text(result: dict) -> str:
     """The text block printed after verify's tables."""
     if "error" in result and "port" not in result:
         return f"candle: could not run: {result['error']}"
-    return "\n".join(summary_lines(result))
+    lines = ["candle, original model:"] + summary_lines(result)
+    rewritten = result.get("rewritten")
+    if rewritten is not None:
+        if "port" in rewritten:
+            lines += ["candle, rewritten copy (port-fix):"] + summary_lines(rewritten)
+        else:
+            lines.append(f"candle, rewritten copy: {rewritten.get('note') or 'could not run: ' + str(rewritten.get('error'))}")
+    return "\n".join(lines)
+
+
+def _child(job_path: str) -> None:
+    job = json.loads(Path(job_path).read_text(encoding="utf-8"))
+    model, inputs = _build(job)
+    print(json.dumps(check_in_candle(model, inputs, seed=job["seed"])))
+
+
+if __name__ == "__main__":
+    _child(sys.argv[1])

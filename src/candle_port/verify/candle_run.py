@@ -102,16 +102,48 @@ def run_mode(binary: Path, export_dir: Path, mode: str, rtol: float) -> dict:
         tail = (done.stderr.strip().splitlines() or [f"exit {done.returncode}"])[-1]
         return {"mode": mode, "ok": False, "error": tail}
     report = json.loads((export_dir / f"candle-{mode}.json").read_text(encoding="utf-8"))
-    rows, equal = _compare(load_file(str(export_dir / "torch.safetensors")),
-                           load_file(str(export_dir / f"candle-{mode}.safetensors")), rtol)
+    reference = load_file(str(export_dir / "torch.safetensors"))
+    rows, equal = _compare(reference, load_file(str(export_dir / f"candle-{mode}.safetensors")), rtol)
     failing = [n for n in report["nodes"] if n["status"] not in ("ok", "unused")]
     worst = max((r.get("rel_to_scale", 0.0) for r in rows), default=0.0)
+    # a parameter torch gives no gradient either (not on the loss's path) is not missing
+    missing = [n for n in report["missing_gradients"] if f"grad.{n}" in reference]
+    ran = bool(report["forward_ok"] and report["backward"]["ok"] and not missing
+               and all(n["status"] in ("ok", "unused") for n in report["nodes"]))
     return {
-        "mode": mode, "ok": bool(report["ok"] and equal), "ran": bool(report["ok"]), "equal_to_torch": equal,
+        "mode": mode, "ok": bool(ran and equal), "ran": ran, "equal_to_torch": equal,
         "worst_rel_to_scale": worst, "backward": report["backward"],
-        "missing_gradients": report["missing_gradients"], "failing_ops": failing, "tensors": rows,
+        "missing_gradients": missing, "failing_ops": failing, "tensors": rows,
+        "suspects": [] if equal or not ran else wrong_gradient_suspects(export_dir, mode),
         "candle": report["candle"],
     }
+
+
+def wrong_gradient_suspects(export_dir: Path, mode: str) -> list[dict]:
+    """When candle ran but its gradients differ from torch's, the nodes this mode ran with a candle
+    op whose gradient the op table measured wrong (max_pool2d with kernel == stride, ...), with
+    their source lines: the likely cause, named."""
+    from .optable import load_table, normalize
+
+    graph = json.loads((export_dir / "graph.json").read_text(encoding="utf-8"))
+    suspects = []
+    for node in graph["nodes"]:
+        name = normalize(node["op"]) if node["op"].startswith("aten.") else node["op"]
+        entry = load_table()["ops"].get(name, {})
+        wrong = [m for m in entry.get("measured", []) if m["verdict"] == "wrong-gradient" and m["role"] == "verdict"]
+        if not wrong or (mode == "port" and name in PORT_TWINS):
+            continue
+        shape = (node["outputs"][0] or {}).get("shape", []) if node["outputs"] else []
+        if name in ("convolution", "_convolution") and len(shape) != 3:
+            continue  # only the 1-D convolution's gradient is measured wrong
+        suspects.append({"op": node["op"], "location": node["location"], "code": node["code"],
+                         "measured": "; ".join(f"{m['probe']}: {m['evidence']}" for m in wrong)})
+    return suspects
+
+
+# ops that port mode runs with a candle-port-ops twin instead of candle's own op
+PORT_TWINS = {"max_pool2d", "max_pool2d_with_indices", "max_pool1d", "max_pool1d_with_indices", "avg_pool2d",
+              "avg_pool1d", "conv1d", "convolution", "_convolution"}
 
 
 def check_in_candle(model: Any, inputs: Sequence[Any], seed: int = 0, modes: Sequence[str] = MODES,
@@ -155,4 +187,6 @@ def summary_lines(result: dict) -> list[str]:
             lines.append(f"  {len(skipped)} later ops not run (an input failed)")
         if r["missing_gradients"]:
             lines.append(f"  no gradient for: {', '.join(r['missing_gradients'])}")
+        for op in r.get("suspects", []):
+            lines.append(f"  {op['location'] or '?'}: {op['op']}: gradient measured wrong in candle ({op['measured']})")
     return lines

@@ -1,5 +1,6 @@
 //! Views and layout: `view`/`reshape` (with `-1`), `permute`, `transpose`, `expand`, `slice`
-//! (with step), `select`, `unsqueeze`, `squeeze`, `cat`, `stack`, `split`, `constant_pad_nd`,
+//! (with step), `select`, `unsqueeze`, `squeeze`, `cat`, `stack`, `split`, `constant_pad_nd`, reflection
+//! and replication padding and `unfold` (by `index_select`),
 //! dtype conversion, `as_strided` (an `index_select` the exporter resolves), and the identities (`alias`, `clone`, `contiguous`, `dropout` in eval).
 
 use candle_core::{bail, DType, Result, Tensor};
@@ -57,6 +58,10 @@ pub fn run(name: &str, op: &str, args: &Args) -> Option<Result<Value>> {
         "split" | "split_with_sizes" => return Some(split(op, args)),
         "unbind" => return Some(unbind(args)),
         "constant_pad_nd" => constant_pad(args),
+        "reflection_pad1d" | "reflection_pad2d" | "replication_pad1d" | "replication_pad2d" => {
+            index_pad(args, name.starts_with("reflection"))
+        }
+        "unfold" => unfold(args),
         "empty" => return Some(Ok(Value::Nothing)),
         "zeros_like" | "ones_like" | "full_like" => full_like(name, args),
         _ => return None,
@@ -205,6 +210,68 @@ fn split(op: &str, a: &Args) -> Result<Value> {
         start += len;
     }
     Ok(Value::Tuple(out))
+}
+
+fn select_along(x: &Tensor, d: usize, idx: Vec<u32>) -> Result<Tensor> {
+    let n = idx.len();
+    x.contiguous()?
+        .index_select(&Tensor::from_vec(idx, n, x.device())?, d)
+}
+
+/// Reflection / replication padding as an `index_select` along each padded dim (differentiable;
+/// candle has `pad_with_same` but no reflection).
+fn index_pad(a: &Args, reflect: bool) -> Result<Tensor> {
+    let mut y = a.tensor(0, "self")?;
+    let pad = a.ints_or(1, "padding", &[])?;
+    for (i, pair) in pad.chunks(2).enumerate() {
+        let d = y.rank() - 1 - i;
+        let n = y.dims()[d] as i64;
+        let (l, r) = (pair[0], pair.get(1).copied().unwrap_or(0));
+        if l < 0 || r < 0 || (reflect && (l >= n || r >= n)) {
+            bail!("padding {pair:?} does not fit a dimension of size {n}");
+        }
+        let at = |i: i64| -> u32 {
+            let i = if reflect {
+                if i < 0 {
+                    -i
+                } else if i >= n {
+                    2 * (n - 1) - i
+                } else {
+                    i
+                }
+            } else {
+                i.clamp(0, n - 1)
+            };
+            i as u32
+        };
+        y = select_along(&y, d, (-l..n + r).map(at).collect())?;
+    }
+    Ok(y)
+}
+
+/// `Tensor.unfold(dim, size, step)`: windows along `dim` as a new last dim, by `index_select`
+/// (candle's own `unfold` has no working backward: measured in `measure.rs`).
+fn unfold(a: &Args) -> Result<Tensor> {
+    let x = a.tensor(0, "self")?;
+    let d = dim(a.int_or(1, "dimension", 0)?, x.rank())?;
+    let size = a.int_or(2, "size", 1)? as usize;
+    let step = a.int_or(3, "step", 1)? as usize;
+    let n = x.dims()[d];
+    if size > n || step == 0 {
+        bail!("unfold: size {size} and step {step} do not fit a dimension of size {n}");
+    }
+    let count = (n - size) / step + 1;
+    let idx = (0..count)
+        .flat_map(|i| (0..size).map(move |j| (i * step + j) as u32))
+        .collect();
+    let y = select_along(&x, d, idx)?;
+    let mut shape = x.dims().to_vec();
+    shape[d] = count;
+    shape.insert(d + 1, size);
+    let y = y.reshape(shape)?;
+    let mut order: Vec<usize> = (0..y.rank()).filter(|&i| i != d + 1).collect();
+    order.push(d + 1);
+    y.permute(order)
 }
 
 fn constant_pad(a: &Args) -> Result<Tensor> {
