@@ -300,10 +300,24 @@ def _pool_max_apply(
     return out.reshape((n, c) + out_sizes), index.reshape((n, c) + out_sizes)
 
 
+_POOL_KRON_MAX_IN = 256  # H*W up to which the 2-D window sum is one GEMM (measured: 14x14)
+
+
 def _pool_sum_apply(x: torch.Tensor, axes: Sequence[_PoolMatrix], channels_last: bool) -> torch.Tensor:
     """Window sums of batched ``x`` (N, C, *S): a GEMM per axis with its (out, in) 0/1 matrix
     (an identity axis is skipped)."""
     n, c = x.shape[0], x.shape[1]
+    if len(axes) == 2 and x.shape[2] * x.shape[3] <= _POOL_KRON_MAX_IN:
+        # Small planes (adaptive pools of late feature maps): one GEMM with the (Ho*Wo, H*W)
+        # Kronecker product of the two 0/1 matrices, instead of a W GEMM and many tiny H GEMMs.
+        k = torch.kron(axes[0].matrix, axes[1].matrix)
+        ho, wo = axes[0].matrix.shape[0], axes[1].matrix.shape[0]
+        if channels_last:
+            xv = x.permute(0, 2, 3, 1).reshape(n, -1, c)  # (N, H*W, C) view, no copy
+            y = torch.bmm(k.expand(n, ho * wo, k.shape[1]), xv)
+            return y.reshape(n, ho, wo, c).permute(0, 3, 1, 2)
+        y = torch.mm(x.reshape(n * c, -1), k.t())
+        return y.reshape(n, c, ho, wo)
     if channels_last:
         a_h, a_w = axes[0].matrix, axes[1].matrix
         h, w = x.shape[2], x.shape[3]
