@@ -72,6 +72,7 @@ def test_non_contiguous_input(make):
 @pytest.mark.parametrize("align", [False, True], ids=["ac-false", "ac-true"])
 @pytest.mark.parametrize("cl", [False, True], ids=["nchw", "nhwc"])
 def test_half_precision_within_tolerance_of_torch(dtype, atol, align, cl):
+    torch.manual_seed(0)  # the "at least as close as torch's" check below is about typical data
     for shape, kw in [((2, 3, 17, 23), dict(scale_factor=2)), ((1, 4, 150, 160), dict(scale_factor=0.6))]:
         x = (torch.rand(shape) * 2 - 1).to(dtype)
         if cl:

@@ -21,6 +21,7 @@ ALLOWED = {
     "bmm": "matmul (Op::Matmul)",
     "mul": "broadcast_mul (Op::Binary Mul)",
     "add": "broadcast_add (Op::Binary Add)",
+    "div": "broadcast_div (Op::Binary Div; area divides window sums by constant widths)",
     "expand": "broadcast_as (Op::Broadcast)",
     "view": "reshape (Op::Reshape)",
     "_unsafe_view": "reshape (Op::Reshape)",

@@ -22,7 +22,16 @@ from typing import NamedTuple, Optional
 
 import torch
 
-__all__ = ["AxisPlan", "aa_matrix", "axis_plan", "compute_dtype", "cubic_matrix", "source_coords"]
+__all__ = [
+    "AxisPlan",
+    "aa_matrix",
+    "aa_weights",
+    "axis_plan",
+    "compute_dtype",
+    "cubic_matrix",
+    "cubic_taps",
+    "source_coords",
+]
 
 _SPLIT = 134217729.0  # 2**27 + 1, Veltkamp's splitter for float64
 
@@ -152,6 +161,27 @@ def aa_matrix(
     """
     if in_size == out_size:
         return torch.eye(in_size, dtype=dtype, device=device)
+    w, xmin, xsize = aa_weights(in_size, out_size, align_corners, scale_factor, dtype, cubic)
+    kmax = w.shape[1]
+    cols = torch.arange(in_size, dtype=torch.int64)
+    rel = cols[None, :] - xmin[:, None]  # (out, in) tap index of each column
+    inside = (rel >= 0) & (rel < xsize[:, None])
+    a = torch.gather(w, 1, rel.clamp(0, kmax - 1))
+    a = torch.where(inside, a, torch.zeros((), dtype=dtype))
+    return a.to(device)
+
+
+def aa_weights(
+    in_size: int,
+    out_size: int,
+    align_corners: bool,
+    scale_factor: Optional[float],
+    dtype: torch.dtype,
+    cubic: bool = False,
+):
+    """The taps of :func:`aa_matrix` (on the CPU): ``(w (out, kmax), xmin (out,), xsize (out,))``,
+    row ``j`` reading inputs ``xmin[j] + k`` for ``k < xsize[j]`` with weights ``w[j, k]`` (0 past
+    ``xsize``), exactly the elements ATen's kernel reads."""
     if align_corners:
         if out_size > 1:
             scale = torch.tensor(float(in_size - 1), dtype=dtype) / (out_size - 1)
@@ -184,12 +214,7 @@ def aa_matrix(
     for c in range(kmax):  # in order, in dtype, as ATen (a cumsum may accumulate in float64)
         total = total + w[:, c]
     w = torch.where(total[:, None] != 0, w / torch.where(total != 0, total, 1)[:, None], w)
-    cols = torch.arange(in_size, dtype=torch.int64)
-    rel = cols[None, :] - xmin[:, None]  # (out, in) tap index of each column
-    inside = (rel >= 0) & (rel < xsize[:, None])
-    a = torch.gather(w, 1, rel.clamp(0, kmax - 1))
-    a = torch.where(inside, a, torch.zeros((), dtype=dtype))
-    return a.to(device)
+    return w, xmin, xsize
 
 
 def _cubic_filter(t: torch.Tensor, a: float) -> torch.Tensor:
@@ -241,15 +266,28 @@ def cubic_matrix(
     the linear modes, an axis whose size does not change is not special-cased: with a scale
     factor that is not 1, ATen (and this) still resamples it.
     """
+    index, coeffs = cubic_taps(in_size, out_size, align_corners, scale_factor, dtype)
+    cols = torch.arange(in_size, dtype=torch.int64)
+    mat = torch.zeros(out_size, in_size, dtype=dtype)
+    for k in range(4):
+        mat = mat + (cols[None, :] == index[:, k, None]).to(dtype) * coeffs[:, k, None]
+    return mat.to(device)
+
+
+def cubic_taps(
+    in_size: int,
+    out_size: int,
+    align_corners: bool,
+    scale_factor: Optional[float],
+    dtype: torch.dtype,
+):
+    """The 4 taps per output of :func:`cubic_matrix` (on the CPU): ``(index (out, 4) int64,
+    coeffs (out, 4))``, the clamped input indices ATen's kernel reads and Keys' weights."""
     src = source_coords(in_size, out_size, align_corners, scale_factor, dtype)
     i0 = src.to(torch.float32).floor().to(torch.int64).clamp_max(in_size - 1)
     t = (src - i0.to(dtype)).clamp(0, 1)
     x1 = t + 1.0
     x2 = 1.0 - t
     coeffs = [_keys_far(x1), _keys_near(t), _keys_near(x2), _keys_far(x2 + 1.0)]
-    cols = torch.arange(in_size, dtype=torch.int64)
-    mat = torch.zeros(out_size, in_size, dtype=dtype)
-    for k, c in enumerate(coeffs):
-        idx = (i0 - 1 + k).clamp(0, in_size - 1)
-        mat = mat + (cols[None, :] == idx[:, None]).to(dtype) * c[:, None]
-    return mat.to(device)
+    index = torch.stack([(i0 - 1 + k).clamp(0, in_size - 1) for k in range(4)], 1)
+    return index, torch.stack(coeffs, 1)

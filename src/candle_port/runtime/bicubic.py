@@ -13,9 +13,10 @@ from typing import List, Optional
 
 import torch
 
-from ._coords import aa_matrix, compute_dtype, cubic_matrix
+from ._coords import aa_matrix, compute_dtype, cubic_matrix, cubic_taps
+from ._taps import Taps, apply_taps, finite_input
 from ._layout import layout_of, to_layout
-from .bilinear import _OTHER_CACHES, _constants, apply_matrix
+from .bilinear import _OTHER_CACHES, _aa_taps, _constants, apply_matrix
 
 __all__ = ["upsample_bicubic2d"]
 
@@ -71,10 +72,17 @@ def upsample_bicubic2d(
     orig = x.dtype
     cdt = compute_dtype(orig)
     y = x.to(cdt) if cdt != orig else x
+    finite = finite_input(x)
     for k in (1, 0):
         key = (x.shape[2 + k], out[k], bool(align_corners), scales[k], antialias, cdt, x.device)
-        a = _constants(_bicubic_axis, *key)
-        y = apply_matrix(y, 2 + k, a)
+        if finite:
+            y = apply_matrix(y, 2 + k, _constants(_bicubic_axis, *key))
+        elif antialias:  # inf / NaN: only the taps ATen reads (see _taps)
+            if key[0] != key[1]:
+                y = apply_taps(y, 2 + k, _aa_taps(*key[:4], cdt, x.device, cubic=True))
+        else:
+            index, coeffs = cubic_taps(*key[:4], cdt)
+            y = apply_taps(y, 2 + k, Taps(index.to(x.device), coeffs.to(x.device), False))
     if y.dtype != orig:
         y = y.to(orig)
     return to_layout(y, fmt)

@@ -15,7 +15,9 @@ from typing import List, NamedTuple, Optional, Sequence, Tuple, Union
 import torch
 from torch.utils._python_dispatch import _disable_current_modes
 
-from ._coords import AxisPlan, aa_matrix, axis_plan, compute_dtype
+from ._coords import AxisPlan, aa_matrix, aa_weights, axis_plan, compute_dtype
+from ._layout import layout_of, to_layout
+from ._taps import Taps, apply_taps, finite_input
 
 __all__ = ["apply_matrix", "upsample_bilinear2d", "upsample_linear1d"]
 
@@ -368,8 +370,14 @@ def upsample_bilinear2d(
     float32 input, in float64 for float64 input, ``scale * (j + 0.5) - 0.5`` rounded once (fused
     multiply-add), ``floor`` taken after rounding ``src`` to float32 (ATen calls ``floorf``).
 
-    **Layout.** A channels_last input gives a channels_last output (as ATen); any other input
-    gives a contiguous output. The result never aliases ``x``.
+    **Layout.** The output strides are ATen's: channels_last when ATen's
+    ``suggest_memory_format`` says so (``_layout.layout_of``: a batch-1 tensor whose N stride is
+    not the largest is contiguous), else contiguous. The result never aliases ``x``.
+
+    **inf / NaN.** An input that is not all finite is resized by taps (``_taps``): each output
+    reads exactly ATen's two taps per axis, so the non-finite outputs are ATen's (a dense
+    matrix would give 0 * inf = NaN over the whole plane). Traced graphs (make_fx, export,
+    compile) take the dense path.
 
     **Antialias.** ``antialias=True`` is ATen's ``_upsample_bilinear2d_aa`` (PIL's triangle
     filter): per axis a dense (out, in) matrix whose row ``j`` holds the triangle
@@ -485,14 +493,18 @@ def _resample(
         scales = [None] * ndim  # ATen ignores the scale with align_corners=True
     channels_last = ndim == 2 and not x.is_contiguous() and x.is_contiguous(
         memory_format=torch.channels_last
-    )
-    fmt = torch.channels_last if channels_last else torch.contiguous_format
-    if list(x.shape[2:]) == out:
-        return x.clone(memory_format=fmt)
+    )  # computed on the (N, H, W, C) view; the output layout is ATen's (layout_of)
+    fmt = layout_of(x) if ndim == 2 else torch.contiguous_format
+    finite = finite_input(x)
+    if list(x.shape[2:]) == out and (finite or antialias):
+        return to_layout(x.clone(), fmt)
 
     orig = x.dtype
     cdt = compute_dtype(orig)
     y = x.to(cdt) if cdt != orig else x
+    if not finite:
+        y = _resample_taps(y, out, align_corners, scales, antialias)
+        return _finish(y, orig, fmt)
     h_method, w_method = methods if methods is not None else (None, None)
     if antialias:
         h_method = w_method = "aa"  # dense matrices, W then H as ATen
@@ -517,8 +529,54 @@ def _resample(
         y = _resample_axis(y, dims[k], out[k], align_corners, scales[k], last_contig, method)
     if channels_last:
         y = y.permute(0, 3, 1, 2)
+    return _finish(y, orig, fmt)
+
+
+def _finish(y: torch.Tensor, orig: torch.dtype, fmt: torch.memory_format) -> torch.Tensor:
     if y.dtype != orig:
         y = y.to(orig)
     if y.numel() == 0:  # contiguous() keeps an empty tensor's strides as they are
         return y.clone(memory_format=fmt)
-    return y.contiguous(memory_format=fmt)
+    return to_layout(y, fmt)
+
+
+def _linear_taps(in_size: int, out_size: int, align_corners: bool, scale, dtype, device) -> Taps:
+    """The two taps ATen's linear kernels read per output (both, even with weight 0; an axis of
+    unchanged size reads ``x[j]`` twice with weights 1 and 0, as ATen does)."""
+    if in_size == out_size:
+        idx = torch.arange(out_size, device=device)
+        one = torch.ones(out_size, dtype=dtype, device=device)
+        p = AxisPlan(idx, idx, one, torch.zeros_like(one), True)
+    else:
+        p = _get_plan(in_size, out_size, align_corners, scale, dtype, device)
+    return Taps(torch.stack([p.i0, p.i1], 1), torch.stack([p.w0, p.w1], 1), False)
+
+
+def _aa_taps(in_size: int, out_size: int, align_corners: bool, scale, dtype, device, cubic=False) -> Taps:
+    """The taps ATen's antialiased kernels read: ``xmin + k`` for ``k < xsize``, the rest on the
+    zero slab."""
+    w, xmin, xsize = aa_weights(in_size, out_size, align_corners, scale, dtype, cubic)
+    k = torch.arange(w.shape[1])
+    index = torch.where(k < xsize[:, None], xmin[:, None] + k, in_size)
+    return Taps(index.to(device), w.to(device), bool((k >= xsize[:, None]).any()))
+
+
+def _resample_taps(
+    y: torch.Tensor,
+    out: List[int],
+    align_corners: bool,
+    scales: List[Optional[float]],
+    antialias: bool,
+) -> torch.Tensor:
+    """The resize by taps (an input with inf or NaN): every axis, W first, as ATen reads it."""
+    ndim = len(out)
+    for k in reversed(range(ndim)):
+        in_size = y.shape[2 + k]
+        if antialias:
+            if in_size == out[k]:
+                continue
+            taps = _aa_taps(in_size, out[k], align_corners, scales[k], y.dtype, y.device)
+        else:
+            taps = _linear_taps(in_size, out[k], align_corners, scales[k], y.dtype, y.device)
+        y = apply_taps(y, 2 + k, taps)
+    return y

@@ -7,10 +7,11 @@ so that it raises its own errors.
 
 from __future__ import annotations
 
-from typing import Optional
+from typing import List, Optional, get_type_hints
 
 import torch
 import torch.nn.functional as F
+from torch._jit_internal import _overload
 
 from .area import resize_area
 from .bicubic import upsample_bicubic2d
@@ -68,7 +69,67 @@ def _ours(input: torch.Tensor, mode: str, align_corners: Optional[bool], antiali
     return True
 
 
-def interpolate(
+# TorchScript signatures: torch's own overloads of F.interpolate, so that a scripted model that
+# calls this function compiles (its ``torch.jit.is_scripting()`` branch: torch's op).
+@_overload
+def interpolate(  # noqa: F811
+    input: torch.Tensor,
+    size: Optional[int] = None,
+    scale_factor: Optional[List[float]] = None,
+    mode: str = "nearest",
+    align_corners: Optional[bool] = None,
+    recompute_scale_factor: Optional[bool] = None,
+    antialias: bool = False,
+) -> torch.Tensor:
+    pass
+
+
+@_overload
+def interpolate(  # noqa: F811
+    input: torch.Tensor,
+    size: Optional[List[int]] = None,
+    scale_factor: Optional[List[float]] = None,
+    mode: str = "nearest",
+    align_corners: Optional[bool] = None,
+    recompute_scale_factor: Optional[bool] = None,
+    antialias: bool = False,
+) -> torch.Tensor:
+    pass
+
+
+@_overload
+def interpolate(  # noqa: F811
+    input: torch.Tensor,
+    size: Optional[int] = None,
+    scale_factor: Optional[float] = None,
+    mode: str = "nearest",
+    align_corners: Optional[bool] = None,
+    recompute_scale_factor: Optional[bool] = None,
+    antialias: bool = False,
+) -> torch.Tensor:
+    pass
+
+
+@_overload
+def interpolate(  # noqa: F811
+    input: torch.Tensor,
+    size: Optional[List[int]] = None,
+    scale_factor: Optional[float] = None,
+    mode: str = "nearest",
+    align_corners: Optional[bool] = None,
+    recompute_scale_factor: Optional[bool] = None,
+    antialias: bool = False,
+) -> torch.Tensor:
+    pass
+
+
+# ``from __future__ import annotations`` makes the stubs' annotations strings, which
+# TorchScript's signature reader rejects: give it the types they name.
+for _stub in torch._jit_internal._get_fn_overloads(torch._jit_internal._qualified_name(interpolate)) or ():
+    _stub.__annotations__ = get_type_hints(_stub)
+
+
+def interpolate(  # noqa: F811
     input: torch.Tensor,
     size: _Size = None,
     scale_factor: _Scale = None,
@@ -93,8 +154,35 @@ def interpolate(
     combinations (``align_corners`` or ``antialias`` with nearest / area, a rank the mode does
     not have, unknown modes, empty or non-positive sizes), integer input other than uint8
     nearest (no gradient to keep), and antialias with half types (ATen raises for those).
+
+    **TorchScript and tracing.** Under ``torch.jit.script`` (TorchScript compiles only the
+    ``torch.jit.is_scripting()`` branch) and while ``torch.jit.trace`` records, this is
+    ``F.interpolate`` itself: a scripted or traced model runs in torch, never in candle, and
+    torch's op keeps a trace's output size a function of the input's size. make_fx,
+    torch.export and torch.compile trace the composition.
     """
-    if not _ours(input, mode, align_corners, antialias):
+    if torch.jit.is_scripting():
+        return F.interpolate(
+            input, size, scale_factor, mode, align_corners, recompute_scale_factor, antialias
+        )
+    else:
+        return _interpolate(
+            input, size, scale_factor, mode, align_corners, recompute_scale_factor, antialias
+        )
+
+
+def _interpolate(
+    input: torch.Tensor,
+    size: _Size,
+    scale_factor: _Scale,
+    mode: str,
+    align_corners: Optional[bool],
+    recompute_scale_factor: Optional[bool],
+    antialias: bool,
+) -> torch.Tensor:
+    if torch.jit.is_tracing() or not _ours(input, mode, align_corners, antialias):
+        # torch.jit.trace: torch's op, which records the output size as a function of the
+        # input's (a traced composition would bake the traced sizes in); the trace runs in torch.
         return F.interpolate(
             input, size, scale_factor, mode, align_corners, recompute_scale_factor, antialias
         )

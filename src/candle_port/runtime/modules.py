@@ -2,11 +2,14 @@
 
 Each class subclasses its torch counterpart and only replaces ``forward``, so constructor,
 attributes, ``repr``, (empty) ``state_dict`` and ``isinstance`` checks are torch's own.
+Under ``torch.jit.script`` the forward is torch's own (TorchScript compiles only the
+``torch.jit.is_scripting()`` branch; a scripted model runs in torch, never in candle).
 """
 
 from __future__ import annotations
 
 import torch
+import torch.nn.functional as F
 from torch import nn
 
 from .functional import interpolate
@@ -24,6 +27,15 @@ __all__ = [
 
 
 def _forward(self: nn.Upsample, input: torch.Tensor) -> torch.Tensor:
+    if torch.jit.is_scripting():  # TorchScript runs in torch, not candle: torch's own forward
+        return F.interpolate(
+            input,
+            self.size,
+            self.scale_factor,
+            self.mode,
+            self.align_corners,
+            recompute_scale_factor=self.recompute_scale_factor,
+        )
     return interpolate(
         input,
         self.size,

@@ -14,7 +14,14 @@ indices, gradient and memory format, and touch the input only through:
 Index tables, window matrices and divisors depend on sizes and arguments only; they are built
 once per key (cached) and carry no gradient. Arguments are checked by running torch's own op on a
 meta tensor; when that raises, or for what is not composed here (non-floating dtypes, windows
-with no element inside the input), torch's op itself is called, so it raises or computes.
+with no element inside the input), torch's op itself is called, so it raises or computes. So it
+is while ``torch.jit.trace`` records (the trace runs in torch, and torch's op keeps its sizes a
+function of the input's; a traced composition would bake the traced sizes in). The modules'
+forwards are torch's own under ``torch.jit.script``.
+
+Inputs holding inf or NaN: average pools sum each window's own elements (taps, see ``_taps``)
+instead of the 0/1 matrices (0 * inf = NaN would spread over the plane); max pools pick the
+window's last NaN as torch does. Output strides are torch's (read from the meta call).
 """
 
 from __future__ import annotations
@@ -26,6 +33,10 @@ from typing import List, NamedTuple, Optional, Sequence, Tuple, Union
 import torch
 import torch.nn.functional as F
 from torch.utils._python_dispatch import _disable_current_modes
+
+from ._layout import match_strides
+from ._taps import apply_taps, finite_input, taps_from_bounds
+from .bilinear import apply_matrix
 
 __all__ = [
     "adaptive_avg_pool1d",
@@ -183,6 +194,8 @@ def _pool_adaptive_max_table(
 class _PoolMatrix(NamedTuple):
     matrix: torch.Tensor  # (out, in) 0/1: which inputs each window sums
     count: torch.Tensor  # (out,): torch's divisor along this axis
+    bounds: Tuple[Tuple[int, int], ...]  # [lo, hi): the in-bound inputs of each window
+    identity: bool  # every window is its own single input: the axis is left as it is
 
 
 @lru_cache(maxsize=256)
@@ -219,7 +232,8 @@ def _pool_matrix_from(bounds, counts, in_size: int, dtype, device) -> _PoolMatri
     lo = torch.tensor([b[0] for b in bounds], device=device, dtype=torch.int64)
     hi = torch.tensor([b[1] for b in bounds], device=device, dtype=torch.int64)
     a = ((cols >= lo[:, None]) & (cols < hi[:, None])).to(dtype)
-    return _PoolMatrix(a, torch.tensor(counts, dtype=dtype, device=device))
+    identity = len(bounds) == in_size and all(b == (i, i + 1) for i, b in enumerate(bounds))
+    return _PoolMatrix(a, torch.tensor(counts, dtype=dtype, device=device), tuple(bounds), identity)
 
 
 @lru_cache(maxsize=256)
@@ -231,8 +245,8 @@ def _pool_divisor(
         d = torch.full((), float(override), dtype=counts[0].count.dtype, device=counts[0].count.device)
         return d
     d = counts[0].count
-    if len(counts) == 2:
-        d = d[:, None] * counts[1].count[None, :]
+    for m in counts[1:]:
+        d = d[..., None] * m.count
     return d
 
 
@@ -286,26 +300,49 @@ def _pool_max_apply(
     return out.reshape((n, c) + out_sizes), index.reshape((n, c) + out_sizes)
 
 
-def _pool_sum_apply(x: torch.Tensor, mats: Sequence[torch.Tensor], channels_last: bool) -> torch.Tensor:
-    """Window sums of batched ``x`` (N, C, *S): a GEMM per axis with its (out, in) 0/1 matrix."""
+_POOL_KRON_MAX_IN = 256  # H*W up to which the 2-D window sum is one GEMM (measured: 14x14)
+
+
+def _pool_sum_apply(x: torch.Tensor, axes: Sequence[_PoolMatrix], channels_last: bool) -> torch.Tensor:
+    """Window sums of batched ``x`` (N, C, *S): a GEMM per axis with its (out, in) 0/1 matrix
+    (an identity axis is skipped)."""
     n, c = x.shape[0], x.shape[1]
+    if len(axes) == 2 and x.shape[2] * x.shape[3] <= _POOL_KRON_MAX_IN:
+        # Small planes (adaptive pools of late feature maps): one GEMM with the (Ho*Wo, H*W)
+        # Kronecker product of the two 0/1 matrices, instead of a W GEMM and many tiny H GEMMs.
+        k = torch.kron(axes[0].matrix, axes[1].matrix)
+        ho, wo = axes[0].matrix.shape[0], axes[1].matrix.shape[0]
+        if channels_last:
+            xv = x.permute(0, 2, 3, 1).reshape(n, -1, c)  # (N, H*W, C) view, no copy
+            y = torch.bmm(k.expand(n, ho * wo, k.shape[1]), xv)
+            return y.reshape(n, ho, wo, c).permute(0, 3, 1, 2)
+        y = torch.mm(x.reshape(n * c, -1), k.t())
+        return y.reshape(n, c, ho, wo)
     if channels_last:
-        a_h, a_w = mats
+        a_h, a_w = axes[0].matrix, axes[1].matrix
         h, w = x.shape[2], x.shape[3]
         ho, wo = a_h.shape[0], a_w.shape[0]
         xv = x.permute(0, 2, 3, 1).reshape(n, h, w * c)  # the (N, H, W, C) view, no copy
         y = torch.bmm(a_h.expand(n, ho, h), xv)  # (N, Ho, W*C)
         y = torch.bmm(a_w.expand(n * ho, wo, w), y.reshape(n * ho, w, c))  # (N*Ho, Wo, C)
         return y.reshape(n, ho, wo, c).permute(0, 3, 1, 2)
-    a_w = mats[-1]
-    w, wo = x.shape[-1], a_w.shape[0]
-    y = torch.mm(x.reshape(-1, w), a_w.t())  # W axis: (N*C*H, Wo)
-    if len(mats) == 1:
-        return y.reshape(n, c, wo)
-    a_h = mats[0]
-    h, ho = x.shape[2], a_h.shape[0]
-    y = torch.bmm(a_h.expand(n * c, ho, h), y.reshape(n * c, h, wo))  # H axis
-    return y.reshape(n, c, ho, wo)
+    y = x
+    for k in reversed(range(len(axes))):  # W first: one mm; then H (and D): a left-multiply
+        if not axes[k].identity:
+            y = apply_matrix(y, 2 + k, axes[k].matrix)
+    return y.clone() if y is x else y
+
+
+def _pool_sum_taps(x: torch.Tensor, axes: Sequence[_PoolMatrix], channels_last: bool) -> torch.Tensor:
+    """The same window sums by taps (input with inf / NaN): each window adds only its own
+    elements, as torch's kernels do (see ``_taps``)."""
+    v = x.permute(0, 2, 3, 1) if channels_last else x
+    dims = (1, 2) if channels_last else tuple(range(2, x.dim()))
+    for k in reversed(range(len(axes))):
+        m = axes[k]
+        taps = taps_from_bounds(m.bounds, v.shape[dims[k]], x.dtype, x.device)
+        v = apply_taps(v, dims[k], taps)
+    return v.permute(0, 3, 1, 2) if channels_last else v
 
 
 def _pool_avg_core(
@@ -316,11 +353,14 @@ def _pool_avg_core(
     dtype = x.dtype
     if dtype in (torch.float16, torch.bfloat16):
         xb = xb.to(torch.float32)  # ATen accumulates and divides in float32 for these
-    y = _pool_sum_apply(xb, [m.matrix for m in axes], cl)
+    if finite_input(xb):
+        y = _pool_sum_apply(xb, axes, cl)
+    else:
+        y = _pool_sum_taps(xb, axes, cl)
     y = y / _pool_constants(_pool_divisor, tuple(axes), override)
     if y.dtype != dtype:
         y = y.to(dtype)
-    return y.squeeze(0) if added else y
+    return match_strides(y.squeeze(0) if added else y, meta.stride())
 
 
 def _pool_max_core(
@@ -331,8 +371,8 @@ def _pool_max_core(
     out_sizes = tuple(meta.shape[-nd:])
     out, index = _pool_max_apply(xb, table, out_sizes, cl)
     if added:
-        return out.squeeze(0), index.squeeze(0)
-    return out, index
+        out, index = out.squeeze(0), index.squeeze(0)
+    return match_strides(out, meta.stride()), match_strides(index, meta.stride())
 
 
 # ---------------------------------------------------------------------------------------------
@@ -355,7 +395,7 @@ def _pool_max(nd: int, x, kernel_size, stride, padding, dilation, ceil_mode, ret
             x.device,
         )
         table = _pool_constants(_pool_max_table, *key)
-    if table is None or x.numel() == 0:  # rejected, empty, or a window outside the input
+    if table is None or x.numel() == 0 or torch.jit.is_tracing():  # see _pool_meta
         torch_fn = F.max_pool2d if nd == 2 else F.max_pool1d  # so torch raises or computes
         return torch_fn(x, kernel_size, stride, padding, dilation, ceil_mode, return_indices)
     out, index = _pool_max_core(x, meta, nd, table)
@@ -468,7 +508,7 @@ def _pool_avg(nd: int, torch_fn, x, args):
     kernel_size, stride, padding, _, count_include_pad = args[:5]
     override = args[5] if len(args) > 5 else None
     meta = _pool_meta(torch_fn, x, *args)
-    if meta is None or meta.numel() == 0 or x.numel() == 0:
+    if meta is None or meta.numel() == 0 or x.numel() == 0 or torch.jit.is_tracing():
         return torch_fn(x, *args)
     kernel = _pool_ints(kernel_size, nd)
     strides = _pool_ints(stride, nd, kernel)
@@ -565,7 +605,7 @@ def adaptive_avg_pool1d(input: torch.Tensor, output_size) -> torch.Tensor:
 
 def _pool_adaptive_avg(nd: int, torch_fn, x, output_size):
     meta = _pool_meta(torch_fn, x, output_size)
-    if meta is None or meta.numel() == 0 or x.numel() == 0:
+    if meta is None or meta.numel() == 0 or x.numel() == 0 or torch.jit.is_tracing():
         return torch_fn(x, output_size)
     dtype = _pool_compute_dtype(x)
     axes = tuple(
@@ -578,7 +618,7 @@ def _pool_adaptive_avg(nd: int, torch_fn, x, output_size):
 def _pool_adaptive_max(nd: int, x, output_size, return_indices):
     with_indices = F.adaptive_max_pool2d_with_indices if nd == 2 else F.adaptive_max_pool1d_with_indices
     meta = _pool_meta(with_indices, x, output_size, True)
-    if meta is None or meta.numel() == 0 or x.numel() == 0:
+    if meta is None or meta.numel() == 0 or x.numel() == 0 or torch.jit.is_tracing():
         torch_fn = F.adaptive_max_pool2d if nd == 2 else F.adaptive_max_pool1d  # torch raises or computes
         return torch_fn(x, output_size, return_indices)
     key = (tuple(x.shape[-nd:]), tuple(meta.shape[-nd:]), x.device)

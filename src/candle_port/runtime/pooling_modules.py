@@ -2,12 +2,15 @@
 
 Each class subclasses its torch counterpart and only replaces ``forward``, so constructor,
 attributes, ``repr``/``extra_repr``, (empty) ``state_dict`` and ``isinstance`` checks are torch's
-own; the forward composes only ops candle can differentiate.
+own; the forward composes only ops candle can differentiate. Under ``torch.jit.script`` the
+forward is torch's own (TorchScript compiles only the ``torch.jit.is_scripting()`` branch; a
+scripted model runs in torch, never in candle).
 """
 
 from __future__ import annotations
 
 import torch
+import torch.nn.functional as F
 from torch import nn
 
 from .pooling import (
@@ -37,6 +40,11 @@ class MaxPool1d(nn.MaxPool1d):
     """``torch.nn.MaxPool1d`` whose forward is :func:`max_pool1d` (candle-trainable)."""
 
     def forward(self, input: torch.Tensor):
+        if torch.jit.is_scripting():  # torch's own forward (see the module docstring)
+            return F.max_pool1d(
+                input, self.kernel_size, self.stride, self.padding, self.dilation,
+                ceil_mode=self.ceil_mode, return_indices=self.return_indices,
+            )
         return max_pool1d(
             input, self.kernel_size, self.stride, self.padding, self.dilation,
             ceil_mode=self.ceil_mode, return_indices=self.return_indices,
@@ -47,6 +55,11 @@ class MaxPool2d(nn.MaxPool2d):
     """``torch.nn.MaxPool2d`` whose forward is :func:`max_pool2d` (candle-trainable)."""
 
     def forward(self, input: torch.Tensor):
+        if torch.jit.is_scripting():  # torch's own forward (see the module docstring)
+            return F.max_pool2d(
+                input, self.kernel_size, self.stride, self.padding, self.dilation,
+                ceil_mode=self.ceil_mode, return_indices=self.return_indices,
+            )
         return max_pool2d(
             input, self.kernel_size, self.stride, self.padding, self.dilation,
             ceil_mode=self.ceil_mode, return_indices=self.return_indices,
@@ -57,6 +70,10 @@ class AvgPool1d(nn.AvgPool1d):
     """``torch.nn.AvgPool1d`` whose forward is :func:`avg_pool1d` (candle-trainable)."""
 
     def forward(self, input: torch.Tensor) -> torch.Tensor:
+        if torch.jit.is_scripting():  # torch's own forward (see the module docstring)
+            return F.avg_pool1d(
+                input, self.kernel_size, self.stride, self.padding, self.ceil_mode, self.count_include_pad
+            )
         return avg_pool1d(
             input, self.kernel_size, self.stride, self.padding, self.ceil_mode, self.count_include_pad
         )
@@ -66,6 +83,11 @@ class AvgPool2d(nn.AvgPool2d):
     """``torch.nn.AvgPool2d`` whose forward is :func:`avg_pool2d` (candle-trainable)."""
 
     def forward(self, input: torch.Tensor) -> torch.Tensor:
+        if torch.jit.is_scripting():  # torch's own forward (see the module docstring)
+            return F.avg_pool2d(
+                input, self.kernel_size, self.stride, self.padding, self.ceil_mode,
+                self.count_include_pad, self.divisor_override,
+            )
         return avg_pool2d(
             input, self.kernel_size, self.stride, self.padding, self.ceil_mode,
             self.count_include_pad, self.divisor_override,
@@ -76,6 +98,8 @@ class AdaptiveAvgPool1d(nn.AdaptiveAvgPool1d):
     """``torch.nn.AdaptiveAvgPool1d`` whose forward is :func:`adaptive_avg_pool1d`."""
 
     def forward(self, input: torch.Tensor) -> torch.Tensor:
+        if torch.jit.is_scripting():  # torch's own forward (see the module docstring)
+            return F.adaptive_avg_pool1d(input, self.output_size)
         return adaptive_avg_pool1d(input, self.output_size)
 
 
@@ -83,6 +107,8 @@ class AdaptiveAvgPool2d(nn.AdaptiveAvgPool2d):
     """``torch.nn.AdaptiveAvgPool2d`` whose forward is :func:`adaptive_avg_pool2d`."""
 
     def forward(self, input: torch.Tensor) -> torch.Tensor:
+        if torch.jit.is_scripting():  # torch's own forward (see the module docstring)
+            return F.adaptive_avg_pool2d(input, self.output_size)
         return adaptive_avg_pool2d(input, self.output_size)
 
 
@@ -90,6 +116,8 @@ class AdaptiveMaxPool1d(nn.AdaptiveMaxPool1d):
     """``torch.nn.AdaptiveMaxPool1d`` whose forward is :func:`adaptive_max_pool1d`."""
 
     def forward(self, input: torch.Tensor):
+        if torch.jit.is_scripting():  # torch's own forward (see the module docstring)
+            return F.adaptive_max_pool1d(input, self.output_size, self.return_indices)
         return adaptive_max_pool1d(input, self.output_size, self.return_indices)
 
 
@@ -97,4 +125,6 @@ class AdaptiveMaxPool2d(nn.AdaptiveMaxPool2d):
     """``torch.nn.AdaptiveMaxPool2d`` whose forward is :func:`adaptive_max_pool2d`."""
 
     def forward(self, input: torch.Tensor):
+        if torch.jit.is_scripting():  # torch's own forward (see the module docstring)
+            return F.adaptive_max_pool2d(input, self.output_size, self.return_indices)
         return adaptive_max_pool2d(input, self.output_size, self.return_indices)

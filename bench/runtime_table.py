@@ -1,0 +1,176 @@
+"""The runtime's speed table: every op at shapes from real models vs torch's native op, same run.
+
+    python bench/runtime_table.py [--rounds 7] [--threads 2] [--only SUBSTRING] [--no-memory]
+
+For each row (float32, CPU, ``torch.set_num_threads(2)``): the forward ratio (no_grad), the
+forward+backward ratio (``y.backward(g)`` with a fixed ``g``) and the peak-memory ratio of one
+forward+backward, ours / native. Times: native and ours alternate for ``--rounds`` rounds, each
+the mean of enough calls to last ~0.1 s; the ratio shown is the median of the per-round ratios
+(back-to-back runs share the machine's load, so their ratio is steadier than either time when
+other processes share the cores). Memory: peak bytes held by torch's CPU allocator during one
+forward+backward above what was held before (profiler memory events), input excluded.
+The last line gives the median of each ratio column and the largest one.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+import time
+from pathlib import Path
+
+import torch
+import torch.nn.functional as F
+from torch.profiler import ProfilerActivity, profile
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
+import candle_port.runtime as R  # noqa: E402
+
+CL = torch.channels_last
+
+
+def _bilinear(size=None, scale=None, ac=False):
+    def native(x):
+        return F.interpolate(x, size=size, scale_factor=scale, mode="bilinear", align_corners=ac)
+
+    def ours(x):
+        return R.interpolate(x, size=size, scale_factor=scale, mode="bilinear", align_corners=ac)
+
+    return native, ours
+
+
+def _nearest(scale):
+    return (
+        lambda x: F.interpolate(x, scale_factor=scale, mode="nearest"),
+        lambda x: R.interpolate(x, scale_factor=scale, mode="nearest"),
+    )
+
+
+def _pool(native_fn, ours_fn, *args):
+    return (lambda x: native_fn(x, *args), lambda x: ours_fn(x, *args))
+
+
+# (name, input shape, memory format, (native, ours))
+ROWS = [
+    ("SAM mask bilinear 256->1024", (1, 3, 256, 256), None, _bilinear(size=(1024, 1024))),
+    ("mask bilinear 1024->1500x2000", (1, 3, 1024, 1024), None, _bilinear(size=(1500, 2000))),
+    ("DPT/Segformer bilinear x4", (2, 256, 64, 64), None, _bilinear(scale=4)),
+    ("DPT/Segformer bilinear x4 cl", (2, 256, 64, 64), CL, _bilinear(scale=4)),
+    ("U-Net bilinear x2 (ac=True)", (8, 64, 64, 64), None, _bilinear(scale=2, ac=True)),
+    ("U-Net bilinear x2 (ac=True) cl", (8, 64, 64, 64), CL, _bilinear(scale=2, ac=True)),
+    ("U-Net nearest x2", (8, 64, 64, 64), None, _nearest(2)),
+    ("U-Net nearest x2 cl", (8, 64, 64, 64), CL, _nearest(2)),
+    ("ResNet stem MaxPool2d(3,2,1)", (8, 64, 112, 112), None, _pool(F.max_pool2d, R.max_pool2d, 3, 2, 1)),
+    ("ResNet stem MaxPool2d(3,2,1) cl", (8, 64, 112, 112), CL, _pool(F.max_pool2d, R.max_pool2d, 3, 2, 1)),
+    ("U-Net MaxPool2d(2)", (8, 64, 64, 64), None, _pool(F.max_pool2d, R.max_pool2d, 2)),
+    ("U-Net MaxPool2d(2) cl", (8, 64, 64, 64), CL, _pool(F.max_pool2d, R.max_pool2d, 2)),
+    ("AvgPool2d(3,1,1)", (8, 64, 56, 56), None, _pool(F.avg_pool2d, R.avg_pool2d, 3, 1, 1)),
+    ("AvgPool2d(3,1,1) cl", (8, 64, 56, 56), CL, _pool(F.avg_pool2d, R.avg_pool2d, 3, 1, 1)),
+    ("AdaptiveAvgPool2d(7)", (8, 512, 14, 14), None, _pool(F.adaptive_avg_pool2d, R.adaptive_avg_pool2d, 7)),
+    ("AdaptiveAvgPool2d(7) cl", (8, 512, 14, 14), CL, _pool(F.adaptive_avg_pool2d, R.adaptive_avg_pool2d, 7)),
+    ("AdaptiveMaxPool2d(7)", (8, 512, 14, 14), None, _pool(F.adaptive_max_pool2d, R.adaptive_max_pool2d, 7)),
+    ("AdaptiveMaxPool2d(7) cl", (8, 512, 14, 14), CL, _pool(F.adaptive_max_pool2d, R.adaptive_max_pool2d, 7)),
+]
+
+
+def _calibrate(fn, min_time: float) -> int:
+    fn()
+    t0 = time.perf_counter()
+    fn()
+    return max(1, int(min_time / max(time.perf_counter() - t0, 1e-6)))
+
+
+def _run(fn, n: int) -> float:
+    t0 = time.perf_counter()
+    for _ in range(n):
+        fn()
+    return (time.perf_counter() - t0) / n
+
+
+def paired(native, ours, rounds: int, min_time: float = 0.1):
+    """(best native s, best ours s, median per-round ratio ours / native)."""
+    n_a, n_b = _calibrate(native, min_time), _calibrate(ours, min_time)
+    ta, tb, ratios = [], [], []
+    for _ in range(rounds):
+        a, b = _run(native, n_a), _run(ours, n_b)
+        ta.append(a)
+        tb.append(b)
+        ratios.append(b / a)
+    return min(ta), min(tb), statistics.median(ratios)
+
+
+def peak_bytes(fn) -> int:
+    fn()  # warm caches
+    with profile(activities=[ProfilerActivity.CPU], profile_memory=True) as prof:
+        fn()
+    events = [e for e in prof.profiler.kineto_results.events() if e.name() == "[memory]"]
+    events.sort(key=lambda e: e.start_ns())
+    cur = peak = 0
+    for e in events:
+        cur += e.nbytes()
+        peak = max(peak, cur)
+    return peak
+
+
+def closures(shape, fmt, pair):
+    native, ours = pair
+    x = torch.rand(shape) * 2 - 1
+    if fmt is not None:
+        x = x.contiguous(memory_format=fmt)
+    x.requires_grad_()
+    with torch.no_grad():
+        g = torch.rand_like(native(x))
+
+    def fwd(fn):
+        def run():
+            with torch.no_grad():
+                fn(x)
+
+        return run
+
+    def fwd_bwd(fn):
+        def run():
+            fn(x).backward(g)
+            x.grad = None
+
+        return run
+
+    return fwd(native), fwd(ours), fwd_bwd(native), fwd_bwd(ours)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--rounds", type=int, default=7)
+    ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--only", default="", help="rows whose name contains this")
+    ap.add_argument("--no-memory", action="store_true")
+    args = ap.parse_args()
+    torch.set_num_threads(args.threads)
+    torch.manual_seed(0)
+    print(f"torch {torch.__version__}, {torch.get_num_threads()} threads, float32, median of {args.rounds} paired rounds")
+    print("| op and shape | input | native fwd ms | fwd ratio | native f+b ms | f+b ratio | memory ratio |")
+    print("|---|---|---:|---:|---:|---:|---:|")
+    cols = ([], [], [])
+    for name, shape, fmt, pair in ROWS:
+        if args.only and args.only not in name:
+            continue
+        nf, of, nfb, ofb = closures(shape, fmt, pair)
+        tnf, _, rf = paired(nf, of, args.rounds)
+        tnfb, _, rfb = paired(nfb, ofb, args.rounds)
+        rm = float("nan") if args.no_memory else peak_bytes(ofb) / max(peak_bytes(nfb), 1)
+        for c, v in zip(cols, (rf, rfb, rm)):
+            c.append(v)
+        print(
+            f"| {name} | {tuple(shape)} | {tnf * 1e3:.2f} | {rf:.2f} | {tnfb * 1e3:.2f} | {rfb:.2f} | {rm:.2f} |",
+            flush=True,
+        )
+    if cols[0]:
+        med = [statistics.median(c) for c in cols]
+        mx = [max(c) for c in cols]
+        print(f"| **median** | | | {med[0]:.2f} | | {med[1]:.2f} | {med[2]:.2f} |")
+        print(f"| **max** | | | {mx[0]:.2f} | | {mx[1]:.2f} | {mx[2]:.2f} |")
+
+
+if __name__ == "__main__":
+    main()
