@@ -25,11 +25,14 @@ from pathlib import Path
 
 import pytest
 
+import candle_port
 from candle_port.rewriters.strategies import RUNTIME_CODES
 
 ROOT = Path(__file__).resolve().parents[2]
 PACKAGES = ("timm", "diffusers", "kornia", "segmentation_models_pytorch")
 ANTIALIAS_NOTE = "antialias=`True`"  # ground-truth note of the antialiased calls
+# The rewritten packages import candle_port.runtime: the one under test, not whichever is installed.
+CANDLE_PORT_ROOT = str(Path(candle_port.__file__).resolve().parents[1])
 
 pytestmark = [pytest.mark.corpus, pytest.mark.slow]
 
@@ -116,7 +119,7 @@ def _import(module: str, path: Path, python: str = sys.executable) -> tuple[bool
     out = subprocess.run(
         [python, "-W", "ignore", "-c", f"import {module}; print({module}.__file__)"],
         cwd=path, capture_output=True, text=True, timeout=300,
-        env={**os.environ, "PYTHONPATH": os.pathsep.join(str(path / p) for p in PACKAGES)},
+        env={**os.environ, "PYTHONPATH": os.pathsep.join([*(str(path / p) for p in PACKAGES), CANDLE_PORT_ROOT])},
     )
     if out.returncode != 0:
         return False, (out.stderr.strip().splitlines() or [""])[-1]
@@ -190,7 +193,7 @@ def test_rewritten_corpus_model_computes_the_same(fixed_corpus, corpus_dir, fact
         run = subprocess.run(
             [python, "-W", "ignore", "-c", _RUN_MODEL, factory, str(out)],
             capture_output=True, text=True, timeout=300,
-            env={**os.environ, "PYTHONPATH": os.pathsep.join(str(root / p) for p in PACKAGES)},
+            env={**os.environ, "PYTHONPATH": os.pathsep.join([*(str(root / p) for p in PACKAGES), CANDLE_PORT_ROOT])},
         )
         assert run.returncode == 0, run.stderr[-3000:]
         results[label] = torch.load(out)
