@@ -174,6 +174,10 @@ torch.save({"y": y.detach(), "x_grad": x.grad, "grads": grads,
 # The runtime classes each rewritten model must hold (kornia's warp is functional: its file is checked).
 RUNTIME_MODULES = {"diffusers-wan-vae": {"Conv3d"}, "kornia-rotate": set()}
 REWRITTEN_CALLS = {"kornia-rotate": ("kornia/kornia/core/utils.py", "candle_runtime.grid_sample(")}
+# Relative bounds, float64. WanUpsample(nn.Upsample) upsamples in float32 (`super().forward(x.float())`),
+# so the Wan VAE's gradients carry float32 rounding of the upsample backward (measured 1.4e-7 relative;
+# its output matches to 2e-15): bounded at float32's scale there, float64's elsewhere.
+BOUNDS = {"diffusers-wan-vae": 1e-6}
 
 
 @pytest.mark.parametrize("factory", ["timm-resnet18", "timm-resnet26d", "smp-pspnet", "diffusers-wan-vae", "kornia-rotate"])
@@ -207,9 +211,10 @@ def test_rewritten_corpus_model_computes_the_same(fixed_corpus, corpus_dir, fact
     else:
         assert {"MaxPool2d", "AdaptiveAvgPool2d"} & set(rewritten["runtime_modules"]), rewritten["runtime_modules"]
     scale = original["y"].abs().max().item()
+    bound = BOUNDS.get(factory, 1e-10)
     assert (rewritten["y"] - original["y"]).abs().max().item() <= 1e-10 * max(scale, 1.0)
-    assert (rewritten["x_grad"] - original["x_grad"]).abs().max().item() <= 1e-10 * max(original["x_grad"].abs().max().item(), 1.0)
+    assert (rewritten["x_grad"] - original["x_grad"]).abs().max().item() <= bound * max(original["x_grad"].abs().max().item(), 1.0)
     assert original["grads"].keys() == rewritten["grads"].keys()
     largest = max(g.abs().max().item() for g in original["grads"].values())
     for name, grad in original["grads"].items():
-        assert (rewritten["grads"][name] - grad).abs().max().item() <= 1e-10 * largest, name
+        assert (rewritten["grads"][name] - grad).abs().max().item() <= bound * largest, name
