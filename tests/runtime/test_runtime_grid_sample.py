@@ -85,6 +85,19 @@ def test_grid_sample_nonfinite_input(mode, dtype):
         assert bad < 24  # of 144 outputs: only the samples that read a non-finite pixel
 
 
+def test_nearest_grid_gets_zero_gradient_alone():
+    """With only the grid requiring grad, the nearest output still requires grad (as torch's),
+    and the grid's gradient is zeros, even with inf in the input."""
+    x, g = _inputs(torch.float64)
+    x = x.detach().clone()
+    x[0, 0, 0, 0] = float("inf")
+    out, ref = runtime.grid_sample(x, g, "nearest", "zeros", False), F.grid_sample(x, g, "nearest", "zeros", False)
+    assert out.requires_grad and ref.requires_grad
+    torch.testing.assert_close(out, ref)
+    (gg,) = torch.autograd.grad(out.sum(), g)
+    assert torch.equal(gg, torch.zeros_like(g))
+
+
 def test_grid_sample_nonfinite_grid():
     x, g = _inputs(torch.float64)
     with torch.no_grad():

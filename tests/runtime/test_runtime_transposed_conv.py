@@ -21,12 +21,14 @@ CASES_2D = [
     pytest.param(1, 3, 2, 0, 2, id="dilated"),
     pytest.param(2, 2, 3, 1, 1, id="pad-crops"),
     pytest.param(6, 2, 1, 1, 1, id="depthwise"),
+    pytest.param(3, (3, 2), 0, 0, 1, id="kernel-eq-stride-matmul"),
 ]
 CASES_1D = [
     pytest.param(1, 1, 0, 0, 1, id="plain"),
     pytest.param(2, 2, 1, 1, 1, id="groups-outpad"),
     pytest.param(3, 3, 2, 2, 2, id="dilated-outpad"),
     pytest.param(1, 4, 5, 0, 1, id="pad-crops"),
+    pytest.param(2, 3, 0, 0, 1, id="kernel-eq-stride-matmul"),
 ]
 DTYPES = [pytest.param(torch.float32, id="f32"), pytest.param(torch.float64, id="f64")]
 
@@ -90,6 +92,14 @@ def test_nonfinite_input(dtype):
         [x, w, b],
     )
     assert 0 < bad < 100  # a few windows (matching torch), not the 576 outputs of the planes
+    x2, w2, b2 = _tensors((1, 4, 5, 5), (4, 2, 2, 2), 4, dtype)
+    with torch.no_grad():
+        x2[0, 1, 2, 3] = float("inf")
+        x2[0, 2, 0, 4] = float("nan")
+    bad = nonfinite(  # kernel == stride: the matmul path
+        lambda x, w, b: runtime.conv_transpose2d(x, w, b, 2, 0, 0, 2), lambda x, w, b: F.conv_transpose2d(x, w, b, 2, 0, 0, 2), [x2, w2, b2]
+    )
+    assert 0 < bad <= 16
     x1, w1, b1 = _tensors((1, 2, 9), (2, 2, 3), 2, dtype)
     with torch.no_grad():
         x1[0, 0, 4] = float("inf")
@@ -127,6 +137,7 @@ def test_rejected_arguments_raise_torchs_error():
         pytest.param(lambda x, w: T.conv_transpose2d(x, w, None, 2, 1, 1, 2), ((1, 4, 5, 6), (4, 2, 3, 3)), id="2d-groups"),
         pytest.param(lambda x, w: T.conv_transpose2d(x, w, None, (2, 3), 0, (1, 2), 1, (1, 2)), ((1, 2, 5, 6), (2, 2, 3, 3)), id="2d-aniso"),
         pytest.param(lambda x, w: T.conv_transpose1d(x, w, None, 2, 1, 1, 2), ((1, 4, 5), (4, 1, 3)), id="1d"),
+        pytest.param(lambda x, w: T.conv_transpose2d(x, w, None, 2, 0, 0, 2), ((1, 4, 5, 6), (4, 2, 2, 2)), id="2d-matmul"),
         pytest.param(lambda x, w: T._tc_conv2d(x, w, None, (2, 2), ((1, 1), (1, 1)), (1, 1), 1), ((1, 2, 7, 8), (2, 2, 3, 3)), id="conv2d-residuals"),
         pytest.param(lambda x, w: T._tc_conv2d(x, w, None, (2, 1), ((1, 1), (0, 0)), (1, 1), 1), ((1, 2, 7, 8), (2, 2, 3, 3)), id="conv2d-aniso-stride"),
     ],
@@ -134,4 +145,37 @@ def test_rejected_arguments_raise_torchs_error():
 def test_graph_is_candle_differentiable(fn, shapes):
     x, w = (torch.randn(s, requires_grad=True) for s in shapes)
     names = candle_graph(fn, [x, w], forbidden=("conv_transpose",))
-    assert "convolution" in names
+    assert "convolution" in names or "bmm" in names or "mm" in names
+
+
+def test_random_configurations_1d_2d_3d():
+    """Seeded random (rank, kernel, stride, padding, output_padding, dilation, groups, size):
+    the matmul and zero-dilation paths equal torch's in value and gradients, and
+    what torch rejects raises here too."""
+    import random
+
+    rng = random.Random(0)
+    fns = {1: (runtime.conv_transpose1d, F.conv_transpose1d), 2: (runtime.conv_transpose2d, F.conv_transpose2d),
+           3: (runtime.conv_transpose3d, F.conv_transpose3d)}
+    checked = 0
+    for _ in range(40):
+        nd, g = rng.choice([1, 2, 3]), rng.choice([1, 2])
+        k = [rng.randint(1, 4) for _ in range(nd)]
+        s = [rng.randint(1, 4) for _ in range(nd)]
+        d = [1] * nd if rng.random() < 0.8 else [rng.randint(1, 2) for _ in range(nd)]
+        p = [rng.randint(0, 3) for _ in range(nd)]
+        op = [rng.randint(0, max(a, b) - 1) for a, b in zip(s, d)]
+        x, w, b = _tensors([1, 2 * g] + [rng.randint(1, 4) for _ in range(nd)], [2 * g, 2] + k, 2 * g, torch.float64, rng.randint(0, 99))
+        ours, theirs = fns[nd]
+        try:
+            theirs(x, w, b, s, p, op, g, d)
+        except RuntimeError:
+            with pytest.raises(RuntimeError):
+                ours(x, w, b, s, p, op, g, d)
+            continue
+        parity(lambda x, w, b: ours(x, w, b, s, p, op, g, d), lambda x, w, b: theirs(x, w, b, s, p, op, g, d), [x, w, b])
+        checked += 1
+    assert checked > 20
+    # an axis whose outputs no kernel tap reaches (k=1, s=4, p=1, output_padding=3): bias only
+    x, w, b = _tensors((1, 2, 1), (2, 1, 1), 1, torch.float64)
+    parity(lambda x, w, b: runtime.conv_transpose1d(x, w, b, 4, 1, 3), lambda x, w, b: F.conv_transpose1d(x, w, b, 4, 1, 3), [x, w, b])

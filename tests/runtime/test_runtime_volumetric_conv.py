@@ -27,6 +27,7 @@ CASES_T3D = [
     pytest.param(1, 1, 0, 0, 1, id="plain"),
     pytest.param(2, 2, 1, 1, 1, id="groups-outpad"),
     pytest.param(3, (2, 1, 3), (1, 0, 2), (1, 0, 2), (1, 2, 1), id="aniso"),
+    pytest.param(2, (3, 2, 3), 0, 0, 1, id="kernel-eq-stride-matmul"),
 ]
 
 
@@ -122,9 +123,10 @@ def test_rejected_arguments_raise():
         pytest.param(lambda x, w: runtime.conv3d(x, w, None, (1, 2, 1), (0, 1, 2), (2, 1, 2)), ((1, 2, 5, 6, 7), (2, 2, 2, 3, 3)), id="conv3d-aniso"),
         pytest.param(lambda x, w: runtime.conv_transpose3d(x, w, None, 2, 1, 1, 2), ((1, 4, 3, 3, 4), (4, 1, 3, 3, 3)), id="conv-transpose3d"),
         pytest.param(runtime.Conv3d(2, 2, 3, padding=1, padding_mode="reflect"), ((1, 2, 4, 4, 4),), id="module-reflect"),
+        pytest.param(lambda x, w: runtime.conv_transpose3d(x, w, None, 2), ((1, 4, 3, 3, 4), (4, 2, 2, 2, 2)), id="conv-transpose3d-matmul"),
     ],
 )
 def test_graph_is_candle_differentiable(fn, shapes):
     tensors = [torch.randn(s, requires_grad=True) for s in shapes]
     names = candle_graph(fn, tensors, forbidden=("conv3d", "conv_transpose", "pad3d"))
-    assert "convolution" in names
+    assert "convolution" in names or "bmm" in names

@@ -13,7 +13,8 @@ in the gradients with respect to the input and the grid, and touch them only thr
 * the input: one ``gather`` (its backward scatters into zeros, i.e. torch's scatter-add) of all
   corners / taps at once from the (N, C, H*W) view, a ``where`` that zeroes the corners outside
   the input (never a multiplication by a 0/1 mask: an inf / NaN in the input reaches only the
-  outputs that read it, as in torch), then the weighted sum in torch's order.
+  outputs that read it, as in torch), then the weighted sum (``mul`` and ``sum`` over the taps;
+  bicubic along x, then along y, as ATen).
 
 Imports nothing but torch.
 """
@@ -131,21 +132,22 @@ def _gs_sample(x, grid, mode, padding_mode, align_corners):
                 iys.append(yy)
                 ixs.append(xx)
                 masks.append(mx & my)
-        v = _gs_gather(x, iys, ixs, masks)  # (N, C, 16, P), row j, column i at 4 j + i
-        cx = [t.unsqueeze(1) for t in cx]
-        cy = [t.unsqueeze(1) for t in cy]
-        rows = [
-            cx[0] * v[:, :, 4 * j] + cx[1] * v[:, :, 4 * j + 1] + cx[2] * v[:, :, 4 * j + 2] + cx[3] * v[:, :, 4 * j + 3]
-            for j in range(4)
-        ]
-        out = cy[0] * rows[0] + cy[1] * rows[1] + cy[2] * rows[2] + cy[3] * rows[3]
+        v = _gs_gather(x, iys, ixs, masks).reshape(n, c, 4, 4, ho * wo)  # row j, column i
+        # along x within each row, then along y (ATen's order); a sum over a dim, not per-tap
+        # slices, whose backward would materialize a zero tensor per tap
+        rows = (v * torch.stack(cx, 1).reshape(n, 1, 1, 4, -1)).sum(3)  # (N, C, 4, P)
+        out = (rows * torch.stack(cy, 1).reshape(n, 1, 4, -1)).sum(2)
         return out.reshape(n, c, ho, wo)
     sx = _gs_source(gx, w, padding_mode, align_corners)
     sy = _gs_source(gy, h, padding_mode, align_corners)
     if mode == "nearest":
         xx, mx = _gs_tap(sx.detach().round(), w, "zeros", align_corners)
         yy, my = _gs_tap(sy.detach().round(), h, "zeros", align_corners)
-        return _gs_gather(x, [yy], [xx], [mx & my]).reshape(n, c, ho, wo)
+        out = _gs_gather(x, [yy], [xx], [mx & my])  # (N, C, 1, P)
+        if grid.requires_grad:  # torch's grid gradient is zeros: a where that never picks the grid
+            never = torch.zeros((), dtype=torch.bool, device=x.device)
+            out = torch.where(never, gx.unsqueeze(1).unsqueeze(2), out)
+        return out.reshape(n, c, ho, wo)
     fx, fy = sx.detach().floor(), sy.detach().floor()
     we = sx - fx  # distance to the west column
     ea = 1 - we
@@ -157,8 +159,7 @@ def _gs_sample(x, grid, mode, padding_mode, align_corners):
     y_n, m_n = _gs_tap(fy, h, "zeros", align_corners)
     y_s, m_s = _gs_tap(fy + 1, h, "zeros", align_corners)
     v = _gs_gather(x, [y_n, y_n, y_s, y_s], [x_w, x_e, x_w, x_e], [m_n & m_w, m_n & m_e, m_s & m_w, m_s & m_e])
-    wt = [t.unsqueeze(1) for t in weights]
-    out = v[:, :, 0] * wt[0] + v[:, :, 1] * wt[1] + v[:, :, 2] * wt[2] + v[:, :, 3] * wt[3]
+    out = (v * torch.stack(weights, 1).unsqueeze(1)).sum(2)  # (N, C, P)
     return out.reshape(n, c, ho, wo)
 
 
@@ -178,8 +179,8 @@ def grid_sample(
 
     * ``bilinear``: corners ``floor(x)``, ``floor(x) + 1`` (likewise y), weights the products of
       the distances to the opposite sides; corners outside the input read 0.
-    * ``nearest``: ``round(x)`` (half to even); the grid gets a zero gradient (torch fills
-      zeros; here it gets none, i.e. ``None`` when nothing else uses it).
+    * ``nearest``: ``round(x)`` (half to even); the grid gets torch's zero gradient (through a
+      ``where`` whose condition is always false, so no arithmetic touches the values).
     * ``bicubic``: the 4 x 4 taps around ``floor`` of the *unpadded* coordinate, each tap's
       integer coordinate padded on its own (as ATen), cubic convolution weights with A = -0.75.
 

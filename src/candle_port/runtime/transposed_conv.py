@@ -170,6 +170,31 @@ def _tc_valid(nd, input, weight, bias, s, p, op, d, groups) -> bool:
     return all(o < st or o < dl for o, st, dl in zip(op, s, d)) and input.dtype == weight.dtype
 
 
+def _tc_blocks(x: torch.Tensor, weight: torch.Tensor, bias: Optional[torch.Tensor], groups: int, nd: int) -> torch.Tensor:
+    """A transposed convolution with kernel == stride, no padding, output_padding or dilation
+    (a U-Net / FPN up-convolution) of batched ``x``: the output windows tile the output without
+    overlap, so it is one (batched, per group) matmul and a reshape / permute of its blocks."""
+    n, cin = x.shape[0], x.shape[1]
+    sizes = tuple(x.shape[2:])
+    cout_g, k = weight.shape[1], tuple(weight.shape[2:])
+    cin_g = cin // groups
+    length = 1
+    for v in sizes:
+        length *= v
+    # (g, N*L, C_in/g) @ (g, C_in/g, C_out/g * K), both contiguous (a strided or broadcast
+    # operand sends CPU bmm to a slow path)
+    xs = x.reshape(n, groups, cin_g, length).permute(1, 0, 3, 2).reshape(groups, n * length, cin_g)
+    ws = weight.reshape(groups, cin_g, -1)
+    y = torch.bmm(xs, ws)  # (g, N*L, C_out/g * K)
+    y = y.reshape((groups, n) + sizes + (cout_g,) + k)
+    # (g, N, S_0.., C_out/g, k_0..) -> (N, g, C_out/g, S_0, k_0, S_1, k_1, ..)
+    order = [1, 0, 2 + nd] + [a for i in range(nd) for a in (2 + i, 3 + nd + i)]
+    y = y.permute(order).reshape((n, groups * cout_g) + tuple(s_ * k_ for s_, k_ in zip(sizes, k)))
+    if bias is not None:
+        y = y + bias.reshape((1, -1) + (1,) * nd)
+    return y
+
+
 def _tc_transposed(nd, torch_fn, input, weight, bias, stride, padding, output_padding, groups, dilation):
     args = (input, weight, bias, stride, padding, output_padding, groups, dilation)
     try:
@@ -192,6 +217,9 @@ def _tc_transposed(nd, torch_fn, input, weight, bias, stride, padding, output_pa
         return torch_fn(*args)  # torch raises, or computes what needs no composition
     batched = input.dim() == nd + 2
     x = input if batched else input.unsqueeze(0)
+    if tuple(weight.shape[2:]) == s and not any(p + op) and all(v == 1 for v in d):
+        y = _tc_blocks(x, weight, bias, groups, nd)
+        return y if batched else y.squeeze(0)
     x = _tc_prepare(x, weight, s, p, op, d, nd)
     w = _tc_flip_weight(weight, groups, nd)
     if nd == 1:

@@ -25,7 +25,15 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from .transposed_conv import _tc_conv2d, _tc_flip_weight, _tc_ints, _tc_prepare, _tc_take, _tc_valid
+from .transposed_conv import (
+    _tc_blocks,
+    _tc_conv2d,
+    _tc_flip_weight,
+    _tc_ints,
+    _tc_prepare,
+    _tc_take,
+    _tc_valid,
+)
 
 __all__ = ["Conv3d", "ConvTranspose3d", "conv3d", "conv_transpose3d"]
 
@@ -164,6 +172,9 @@ def conv_transpose3d(
         return F.conv_transpose3d(*args)  # torch raises, or computes what needs no composition
     batched = input.dim() == 5
     x = input if batched else input.unsqueeze(0)
+    if tuple(weight.shape[2:]) == s and not any(p + op) and all(v == 1 for v in d):
+        y = _tc_blocks(x, weight, bias, groups, 3)  # kernel == stride: one matmul
+        return y if batched else y.squeeze(0)
     x = _tc_prepare(x, weight, s, p, op, d, 3)
     w = _tc_flip_weight(weight, groups, 3)
     y = _vc_conv3d(x, w, bias, (1, 1, 1), ((0, 0),) * 3, d, groups)
