@@ -2,8 +2,9 @@
 
 Asserts: every ground-truth site of kind call/partial marked `yes` or `dynamic` (grid_sample
 excluded) is rewritten, antialias=True sites included (the runtime reproduces torch's antialiased
-bilinear), and no such site is refused; every rewritten file compiles; port-check reports none of
-the codes the runtime fixes (CP101-CP104, CP106, CP107, CP109) there except at the refused sites; a second run changes nothing; and the
+bilinear), and no such site is refused; every CP105/CP108/CP110 site is fixed; every rewritten file
+compiles; port-check reports none of the codes the runtime fixes (CP101-CP110) there except at the
+refused sites; a second run changes nothing; and the
 rewritten packages still import, and real models built from them (timm resnet18/resnet26d, smp
 PSPNet) compute what the originals compute (timm and segmentation_models_pytorch need torchvision:
 skipped with the reason when it is not importable, failed in CI).
@@ -24,11 +25,14 @@ from pathlib import Path
 
 import pytest
 
+import candle_port
 from candle_port.rewriters.strategies import RUNTIME_CODES
 
 ROOT = Path(__file__).resolve().parents[2]
 PACKAGES = ("timm", "diffusers", "kornia", "segmentation_models_pytorch")
 ANTIALIAS_NOTE = "antialias=`True`"  # ground-truth note of the antialiased calls
+# The rewritten packages import candle_port.runtime: the one under test, not whichever is installed.
+CANDLE_PORT_ROOT = str(Path(candle_port.__file__).resolve().parents[1])
 
 pytestmark = [pytest.mark.corpus, pytest.mark.slow]
 
@@ -79,6 +83,16 @@ def test_every_truth_site_is_rewritten(fixed_corpus, truth_rows):
     assert report["errors"] == []
 
 
+def test_grid_sample_transposed_and_3d_sites_are_all_fixed(fixed_corpus):
+    """Issue 13: CP105 (grid_sample, affine_grid), CP108 (transposed convs), CP110 (3-D convs and pools)."""
+    _, report = fixed_corpus
+    new = {"CP105", "CP108", "CP110"}
+    fixed = [f for f in report["fixed"] if set(f["code"].split(",")) & new]
+    assert len(fixed) >= 245, len(fixed)  # 24 CP105, 18 CP108, 207 CP110 when measured
+    assert not [u for u in report["unfixable"] if u["code"] in new]
+    assert not [r for r in report["refused"] if set(r["code"].split(",")) & new]
+
+
 def test_rewritten_files_compile_recheck_clean_and_idempotent(fixed_corpus):
     dest, report = fixed_corpus
     changed = report["files_changed"]
@@ -105,7 +119,7 @@ def _import(module: str, path: Path, python: str = sys.executable) -> tuple[bool
     out = subprocess.run(
         [python, "-W", "ignore", "-c", f"import {module}; print({module}.__file__)"],
         cwd=path, capture_output=True, text=True, timeout=300,
-        env={**os.environ, "PYTHONPATH": os.pathsep.join(str(path / p) for p in PACKAGES)},
+        env={**os.environ, "PYTHONPATH": os.pathsep.join([*(str(path / p) for p in PACKAGES), CANDLE_PORT_ROOT])},
     )
     if out.returncode != 0:
         return False, (out.stderr.strip().splitlines() or [""])[-1]
@@ -133,26 +147,46 @@ if factory == "timm-resnet18":
 elif factory == "timm-resnet26d":
     import timm
     model = timm.create_model("resnet26d", pretrained=False, num_classes=10, global_pool="avgmax")
+elif factory == "diffusers-wan-vae":  # causal 3-D convolutions (WanCausalConv3d(nn.Conv3d)), CP110
+    from diffusers import AutoencoderKLWan
+    model = AutoencoderKLWan(base_dim=8, z_dim=4, dim_mult=[1, 2], num_res_blocks=1, attn_scales=[],
+                             temperal_downsample=[True])
+elif factory == "kornia-rotate":  # warp_affine: affine_grid + grid_sample, CP105
+    import kornia
+    model = torch.nn.Sequential(torch.nn.Conv2d(3, 4, 3, padding=1),
+                                kornia.geometry.transform.Rotate(torch.tensor([30.0, -15.0]), align_corners=False))
 else:
     import segmentation_models_pytorch as smp
     model = smp.PSPNet(encoder_name="resnet18", encoder_weights=None, classes=3)
 model = model.double().train()
-x = torch.randn(2, 3, 64, 64, dtype=torch.float64, requires_grad=True)
+shape = {"diffusers-wan-vae": (1, 3, 5, 16, 16), "kornia-rotate": (2, 3, 16, 16)}.get(factory, (2, 3, 64, 64))
+x = torch.randn(shape, dtype=torch.float64, requires_grad=True)
 y = model(x)
+y = getattr(y, "sample", y)
 w = torch.randn(y.shape, generator=torch.Generator().manual_seed(1), dtype=y.dtype)
 (y * w).sum().backward()
 grads = {name: p.grad for name, p in model.named_parameters() if p.grad is not None}
 torch.save({"y": y.detach(), "x_grad": x.grad, "grads": grads,
-            "runtime_modules": sorted({type(m).__name__ for m in model.modules() if type(m).__module__.startswith("candle_port")})}, out)
+            "runtime_modules": sorted({c.__name__ for m in model.modules() for c in type(m).__mro__ if c.__module__.startswith("candle_port")})}, out)
 """
 
 
-@pytest.mark.parametrize("factory", ["timm-resnet18", "timm-resnet26d", "smp-pspnet"])
+# The runtime classes each rewritten model must hold (kornia's warp is functional: its file is checked).
+RUNTIME_MODULES = {"diffusers-wan-vae": {"Conv3d"}, "kornia-rotate": set()}
+REWRITTEN_CALLS = {"kornia-rotate": ("kornia/kornia/core/utils.py", "candle_runtime.grid_sample(")}
+# Relative bounds, float64. WanUpsample(nn.Upsample) upsamples in float32 (`super().forward(x.float())`),
+# so the Wan VAE's gradients carry float32 rounding of the upsample backward (measured 1.4e-7 relative;
+# its output matches to 2e-15): bounded at float32's scale there, float64's elsewhere.
+BOUNDS = {"diffusers-wan-vae": 1e-6}
+
+
+@pytest.mark.parametrize("factory", ["timm-resnet18", "timm-resnet26d", "smp-pspnet", "diffusers-wan-vae", "kornia-rotate"])
 def test_rewritten_corpus_model_computes_the_same(fixed_corpus, corpus_dir, factory, tmp_path):
     """A real model built from the rewritten packages (pooling, adaptive pooling and bilinear sites
     swapped for the runtime) equals the one built from the original packages, forward and
     backward, in float64: timm's ResNet stem MaxPool2d(3, 2, 1) and adaptive avg/max heads, smp's
-    PSPNet pyramid (AdaptiveAvgPool2d(1, 2, 3, 6) and bilinear upsampling)."""
+    PSPNet pyramid (AdaptiveAvgPool2d(1, 2, 3, 6) and bilinear upsampling), a tiny diffusers Wan
+    video VAE (causal Conv3d subclasses) and kornia's Rotate (affine_grid + grid_sample)."""
     import torch
 
     dest, _ = fixed_corpus
@@ -163,17 +197,24 @@ def test_rewritten_corpus_model_computes_the_same(fixed_corpus, corpus_dir, fact
         run = subprocess.run(
             [python, "-W", "ignore", "-c", _RUN_MODEL, factory, str(out)],
             capture_output=True, text=True, timeout=300,
-            env={**os.environ, "PYTHONPATH": os.pathsep.join(str(root / p) for p in PACKAGES)},
+            env={**os.environ, "PYTHONPATH": os.pathsep.join([*(str(root / p) for p in PACKAGES), CANDLE_PORT_ROOT])},
         )
         assert run.returncode == 0, run.stderr[-3000:]
         results[label] = torch.load(out)
     original, rewritten = results["original"], results["rewritten"]
     assert original["runtime_modules"] == []
-    assert {"MaxPool2d", "AdaptiveAvgPool2d"} & set(rewritten["runtime_modules"]), rewritten["runtime_modules"]
+    if factory in RUNTIME_MODULES:  # issue 13: a 3-D convolution model and a grid_sample one
+        assert RUNTIME_MODULES[factory] <= set(rewritten["runtime_modules"]), rewritten["runtime_modules"]
+        if factory in REWRITTEN_CALLS:
+            path, call = REWRITTEN_CALLS[factory]
+            assert call in (dest / path).read_text(encoding="utf-8")
+    else:
+        assert {"MaxPool2d", "AdaptiveAvgPool2d"} & set(rewritten["runtime_modules"]), rewritten["runtime_modules"]
     scale = original["y"].abs().max().item()
+    bound = BOUNDS.get(factory, 1e-10)
     assert (rewritten["y"] - original["y"]).abs().max().item() <= 1e-10 * max(scale, 1.0)
-    assert (rewritten["x_grad"] - original["x_grad"]).abs().max().item() <= 1e-10 * max(original["x_grad"].abs().max().item(), 1.0)
+    assert (rewritten["x_grad"] - original["x_grad"]).abs().max().item() <= bound * max(original["x_grad"].abs().max().item(), 1.0)
     assert original["grads"].keys() == rewritten["grads"].keys()
     largest = max(g.abs().max().item() for g in original["grads"].values())
     for name, grad in original["grads"].items():
-        assert (rewritten["grads"][name] - grad).abs().max().item() <= 1e-10 * largest, name
+        assert (rewritten["grads"][name] - grad).abs().max().item() <= bound * largest, name

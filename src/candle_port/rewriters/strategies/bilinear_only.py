@@ -10,8 +10,10 @@ from candle_port.rewriters.strategies.base import integer_scale
 
 def bilinear_refusal(strategy: str, site: Site) -> str | None:
     """Why `strategy` (nearest or convtranspose) cannot rewrite `site`, after the shared refusals."""
-    if site.api.family != "interpolate":
+    if site.api.family in ("pool", "adaptive_pool"):
         return f"the {strategy} strategy only rewrites upsampling; use --strategy runtime for pooling"
+    if site.api.family != "interpolate":
+        return f"the {strategy} strategy only rewrites upsampling; use --strategy runtime for {site.api.name}"
     if site.kind == "partial":
         return f"the {strategy} strategy does not rewrite functools.partial sites; use --strategy runtime"
     if site.kind == "subclass":
