@@ -81,7 +81,7 @@ def _error(message: str) -> None:
 def verify_command(
     model: Annotated[str, typer.Argument(help="path/to/file.py:ClassName or package.module:ClassName (a factory function also).", show_default=False)],
     input_shape: Annotated[list[str], typer.Option("--input-shape", help="Shape of one positional input, e.g. 1,3,64,64; repeat for several inputs.", rich_help_panel=MODEL_PANEL, show_default=False)],
-    strategy: Annotated[Strategy, typer.Option("--strategy", help="port-fix strategy to apply to the copy.", case_sensitive=False)] = Strategy.runtime,
+    strategy: Annotated[Strategy, typer.Option("--strategy", help="port-fix strategy to apply to the copy (convert: leave the source alone and convert the built model, see docs/convert.md).", case_sensitive=False)] = Strategy.runtime,
     init_kwargs: Annotated[Optional[str], typer.Option("--init-kwargs", help="JSON object of keyword arguments for the class or factory.", rich_help_panel=MODEL_PANEL)] = None,
     config_class: Annotated[Optional[str], typer.Option("--config-class", help="package.module:ConfigClass: build it with --config-kwargs and pass it to MODEL as its first argument (transformers: MODEL(ConfigClass(**kwargs))).", rich_help_panel=MODEL_PANEL)] = None,
     config_kwargs: Annotated[Optional[str], typer.Option("--config-kwargs", help="JSON object of keyword arguments for --config-class.", rich_help_panel=MODEL_PANEL)] = None,
