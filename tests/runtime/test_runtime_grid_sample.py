@@ -98,6 +98,26 @@ def test_nearest_grid_gets_zero_gradient_alone():
     assert torch.equal(gg, torch.zeros_like(g))
 
 
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_grid_sample_bicubic_infinite_input_grid_gradient_is_torchs(dtype):
+    """Regression (vector gs_bicubic_nonfinite): an inf pixel gives torch's grid gradient +-inf,
+    not NaN; the cubic weights' derivative is one product, as ATen's backward (autograd through
+    the polynomial's chain of products gave inf * 0 = NaN)."""
+    gen = torch.Generator().manual_seed(3)
+    x = torch.randn(1, 2, 4, 5, dtype=dtype, generator=gen)
+    x[0, 0, 1, 2] = float("inf")
+    x[0, 1, 0, 0] = float("nan")
+    g = torch.rand(1, 3, 3, 2, dtype=dtype, generator=gen) * 2.4 - 1.2
+    grads = []
+    for fn in (runtime.grid_sample, F.grid_sample):
+        xx, gg = x.clone().requires_grad_(), g.clone().requires_grad_()
+        out = fn(xx, gg, "bicubic", "zeros", False)
+        grads.append(torch.autograd.grad((out * torch.linspace(-1, 1, out.numel(), dtype=dtype).reshape(out.shape)).sum(), gg)[0])
+    ours, theirs = grads
+    assert bool(theirs.isinf().any())  # the case reaches the inf path
+    torch.testing.assert_close(ours, theirs, equal_nan=True, **(_tol("bicubic", dtype) or {}))
+
+
 def test_grid_sample_nonfinite_grid():
     x, g = _inputs(torch.float64)
     with torch.no_grad():

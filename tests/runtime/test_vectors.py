@@ -20,10 +20,9 @@ ROOT = Path(__file__).resolve().parents[2]
 VECTORS = ROOT / "crates" / "candle-port-ops" / "tests" / "vectors"
 # The same bounds as the crate's tests (crates/candle-port-ops/tests/common/mod.rs).
 REL_TOL = {"float32": 1e-5, "float64": 1e-10}
-# The families whose cases the runtime is checked on here. Every family of make_vectors.FAMILIES is
-# regenerated and compared below; grid, transposed_conv and volumetric (the crate's twins) join this
-# list once the runtime has those ops.
-RUNTIME_FAMILIES = ("interpolate", "pooling", "native")
+# The families whose cases the runtime is checked on here (every family of make_vectors.FAMILIES is
+# also regenerated and compared below): forward output, indices and every stored gradient.
+RUNTIME_FAMILIES = ("interpolate", "pooling", "native", "grid", "transposed_conv", "volumetric")
 
 
 def _generator():
@@ -54,9 +53,12 @@ def _cases():
         table = json.loads((VECTORS / f"{family}.json").read_text())
         for case in table["cases"]:
             # The native family also holds torch's numbers for ops the runtime does not replace
-            # (relu, hardtanh): only candle's own ops are measured against those.
+            # (relu, hardtanh): only candle's own ops are measured against those. Every other
+            # family's op is the runtime's (as the crate's tests handle every case).
             if hasattr(runtime, case["op"]):
                 yield pytest.param(family, case, id=case["id"])
+            else:
+                assert family == "native", f"{family}: runtime has no {case['op']}"
 
 
 _TENSORS = {family: None for family in make_vectors.FAMILIES}

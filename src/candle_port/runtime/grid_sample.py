@@ -103,16 +103,36 @@ def _gs_gather(x: torch.Tensor, iy: List[torch.Tensor], ix: List[torch.Tensor], 
 
 
 def _gs_cubic(t: torch.Tensor) -> Tuple[torch.Tensor, ...]:
-    """ATen's cubic convolution coefficients for the 4 taps at distance t from the floor."""
+    """ATen's cubic convolution coefficients for the 4 taps at distance t from the floor.
+
+    Each is its value at ``t`` (computed without gradient) plus ``(t - t.detach())`` times its
+    derivative, so the gradient w.r.t. ``t`` is one product with the derivative polynomial, as
+    ATen's backward computes it: autograd through the chain of products would turn an infinite
+    input value into ``inf * 0 = NaN`` (or ``inf - inf``) where torch's grid gradient is +-inf
+    (the crate's twin, crates/candle-port-ops/src/grid/sample.rs, does the same)."""
     a = _CUBIC_A
-    x = t + 1
-    c0 = ((x * a - 5 * a) * x + 8 * a) * x - 4 * a
-    c1 = ((a + 2) * t - (a + 3)) * t * t + 1
-    x = 1 - t
-    c2 = ((a + 2) * x - (a + 3)) * x * x + 1
-    x = 2 - t
-    c3 = ((x * a - 5 * a) * x + 8 * a) * x - 4 * a
-    return c0, c1, c2, c3
+    td = t.detach()
+    delta = t - td  # value 0, gradient 1
+
+    def near(x):  # |x| <= 1
+        return ((a + 2) * x - (a + 3)) * x * x + 1
+
+    def far(x):  # 1 < |x| < 2
+        return ((x * a - 5 * a) * x + 8 * a) * x - 4 * a
+
+    def near_d(x):
+        return (3 * (a + 2) * x - 2 * (a + 3)) * x
+
+    def far_d(x):
+        return (3 * a * x - 10 * a) * x + 8 * a
+
+    t1, u, u1 = td + 1, 1 - td, 2 - td
+    return (
+        far(t1) + delta * far_d(t1),
+        near(td) + delta * near_d(td),
+        near(u) - delta * near_d(u),
+        far(u1) - delta * far_d(u1),
+    )
 
 
 def _gs_sample(x, grid, mode, padding_mode, align_corners):
