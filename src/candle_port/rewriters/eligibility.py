@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import math
 
-import libcst as cst
+import ast
 
 from candle_port.analysis.sites import Site
 
@@ -35,10 +35,10 @@ def integer_scale(site: Site) -> int | None:
 
 
 def _callee_root(site: Site) -> str | None:
-    node = site.call.args[0].value if site.kind == "partial" and site.call.args else site.call.func
-    while isinstance(node, cst.Attribute):
+    node = site.call.args[0] if site.kind == "partial" and site.call.args else site.call.func
+    while isinstance(node, ast.Attribute):
         node = node.value
-    return node.value if isinstance(node, cst.Name) else None
+    return node.id if isinstance(node, ast.Name) else None
 
 
 def rebinding(site: Site) -> str | None:
@@ -70,8 +70,10 @@ def rebinding(site: Site) -> str | None:
 
 
 def _names_of(site: Site, binding) -> set[str]:
-    from candle_port.analysis.names import Alias, Import
+    from candle_port.analysis.names import Alias, Import, Value
 
+    if isinstance(binding, Value) and isinstance(binding.expression, ast.Constant) and binding.expression.value is None:
+        return {"builtins.None"}
     if isinstance(binding, Import):
         return {binding.qualified_name}
     if isinstance(binding, Alias):
@@ -81,6 +83,8 @@ def _names_of(site: Site, binding) -> set[str]:
 
 def refusal(strategy: str, site: Site) -> str | None:
     """None when `strategy` can rewrite `site`; otherwise why not, in one sentence."""
+    if site.kind == "wrapper":
+        return f"the call passes its mode to {site.wrapper}, where the API is rewritten"
     if site.kind in ("chosen", "picked"):
         return f"the layer is indexed out of a collection ({site.chosen_from}); rewrite the collection by hand"
     if site.api.family not in RUNTIME_FAMILIES:
@@ -101,7 +105,7 @@ def refusal(strategy: str, site: Site) -> str | None:
     antialias = site.value("antialias")
     if not antialias.known or antialias.single not in (False, None):
         return "antialias must be False for this strategy"
-    if strategy == NEAREST and not site.api.accepts_mode and not isinstance(site.call.func, cst.Attribute):
+    if strategy == NEAREST and not site.api.accepts_mode and not isinstance(site.call.func, ast.Attribute):
         # UpsamplingBilinear2d -> UpsamplingNearest2d renames the attribute; a bare imported name
         # would need a new import of the nearest API.
         qualified = ("nn." if site.api.is_module else "F.") + site.api.name
