@@ -65,7 +65,7 @@ class ModuleSummary:
         return not (self.constants or self.enums or self.imports or self.classes or self.wrappers or self.passes or self.stars)
 
     def to_json(self) -> dict:
-        return asdict(self)
+        return dict(vars(self))
 
     @staticmethod
     def from_json(raw: dict) -> "ModuleSummary":
@@ -124,7 +124,7 @@ def summarize(module: str, path: str, builder, resolver, sites) -> ModuleSummary
     for site in sites:
         wrapper = _wrapper_of_site(site, module, path)
         if wrapper is not None and all(w["name"] != wrapper.name or w["param"] != wrapper.param for w in summary.wrappers):
-            summary.wrappers.append(asdict(wrapper))
+            summary.wrappers.append(dict(vars(wrapper)))
     summary.passes = _parameter_passes(builder, resolver, module)
     summary.stars = list(scope.star_imports)
     return summary
@@ -402,6 +402,13 @@ class ProjectIndex:
         return table
 
     def wrapper(self, qualified: str) -> Wrapper | None:
+        memo = self.__dict__.setdefault("_wrapper_memo", {})
+        if qualified in memo:
+            return memo[qualified]
+        found = memo[qualified] = self._wrapper(qualified)
+        return found
+
+    def _wrapper(self, qualified: str) -> Wrapper | None:
         found = self.wrappers.get(qualified)
         if found is not None:
             return found
@@ -431,6 +438,12 @@ class ProjectIndex:
         """The module APIs a project class subclasses (directly or through project classes)."""
         if depth > _MAX_DEPTH or qualified.startswith(("torch.", "builtins.")):
             return set()
+        memo = self.__dict__.setdefault("_class_memo", {})
+        if qualified not in memo:
+            memo[qualified] = self._external_names(qualified, depth)
+        return memo[qualified]
+
+    def _external_names(self, qualified: str, depth: int) -> set[str]:
         split = self._split(qualified)
         if split is None:
             return set()
@@ -466,14 +479,23 @@ class ProjectIndex:
                             )
                             added = True
                             self.__dict__.pop("_definer_table", None)
+                            self.__dict__.pop("_wrapper_memo", None)
                             break
             if not added:
                 return
 
     # -- what the checker asks ---------------------------------------------------------------------
     def mentioned_in(self, text: str) -> bool:
-        """Whether `text` may call a wrapper (its name is written there): the prefilter for wrapper calls."""
-        return any(name in text for name in self.wrapper_short_names())
+        """Whether `text` may call a wrapper (`name(` is written there): the prefilter for wrapper calls."""
+        pattern = getattr(self, "_pattern", None)
+        if pattern is None:
+            import re
+
+            names = sorted(self.wrapper_short_names())
+            pattern = self._pattern = re.compile(r"\b(?:%s)\s*\(" % "|".join(map(re.escape, names))) if names else False
+        if not pattern or not any(name in text for name in self.wrapper_short_names()):
+            return False
+        return pattern.search(text) is not None
 
     def wrapper_short_names(self) -> set[str]:
         names = getattr(self, "_short", None)
@@ -554,7 +576,7 @@ class ProjectIndex:
                 wrapper = self.wrapper(name)
                 classes = sorted(self.external_names(name))
                 if wrapper is not None or classes:
-                    used.append([ref, asdict(wrapper) if wrapper else None, classes])
+                    used.append([ref, repr(wrapper), classes])
             else:
                 value = self.constant(name)
                 if value is not None:

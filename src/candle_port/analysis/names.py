@@ -152,6 +152,20 @@ def all_params(args: ast.arguments) -> list[Param]:
 Contexts = tuple  # ((kind, expression, scope), ...): `with` items and decorators, innermost last
 
 _FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
+# The most common nodes that bind nothing, with their child fields (all single nodes or None).
+_SIMPLE = {
+    ast.Attribute: ("value",),
+    ast.keyword: ("value",),
+    ast.Expr: ("value",),
+    ast.Return: ("value",),
+    ast.Subscript: ("value", "slice"),
+    ast.BinOp: ("left", "right"),
+    ast.UnaryOp: ("operand",),
+    ast.Starred: ("value",),
+    ast.Slice: ("lower", "upper", "step"),
+    ast.If: (),  # handled below: test, body, orelse are lists
+}
+del _SIMPLE[ast.If]
 _COMPREHENSIONS = (ast.ListComp, ast.SetComp, ast.GeneratorExp, ast.DictComp)
 
 
@@ -205,6 +219,9 @@ class ScopeBuilder:
             return [node.func, *node.args, *node.keywords]
         if kind is ast.Name or kind is ast.Constant:
             return None
+        simple = _SIMPLE.get(kind)
+        if simple is not None:
+            return [child for name in simple if (child := getattr(node, name)) is not None]
         if kind in _FUNCTIONS:
             info = FunctionInfo(node, scope)
             scope.bind(node.name, info)
