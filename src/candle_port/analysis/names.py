@@ -426,7 +426,8 @@ class Resolver:
             if scope.kind == "function":
                 if name in scope.parameters:
                     bindings = scope.bindings.get(name, [])
-                    if all(b is LOCAL for b in bindings):
+                    # Rebound to a computed value (`k = operator.index(k)`): still the parameter's value.
+                    if all(b is LOCAL or isinstance(b, Value) for b in bindings):
                         return scope.parameters[name], scope
                     return None
                 if name in scope.bindings:
