@@ -1,11 +1,13 @@
-"""port-check vs TorchFix on the same real corpus, in one run: files per second and the ratio.
+"""port-check vs ruff and TorchFix on the same real corpus, in one run: CPU seconds and ratios.
 
     python bench/check_speed.py [--corpus .corpus] [--subset segmentation_models_pytorch,kornia]
 
-TorchFix 0.7 pins libcst<1.6, so it runs from its own venv (.bench-venv, created on first use).
-Both tools get the same files, are timed by wall clock and by the CPU seconds of their process
-tree (the machine may be shared; CPU seconds are the fairer figure), and port-check runs without
-its cache. Then port-check's cache is measured: a cold run that fills it and a warm run that reads it.
+ruff (`check --select E,F --no-cache`) runs on the whole corpus, as port-check does (cold, no cache);
+TorchFix on the subset, as port-check again. Tools come from the `bench` extra (ruff; TorchFix 0.7.0
+installed with --no-deps: it declares libcst<1.6 but runs with ours), else from .bench-venv.
+Every tool is timed by wall clock and by the CPU seconds of its process tree (the machine may be
+shared; CPU seconds are the fairer figure). Then port-check's cache: a cold run that fills it and a
+warm run that reads it.
 """
 
 from __future__ import annotations
@@ -35,7 +37,15 @@ def timed(command: list[str]) -> tuple[float, float, int]:
     return wall, cpu, done.returncode
 
 
+def tool(name: str) -> str | None:
+    beside = Path(sys.executable).parent / name
+    return str(beside) if beside.exists() else shutil.which(name)
+
+
 def torchfix_command() -> list[str]:
+    found = tool("torchfix")
+    if found:
+        return [found]
     exe = BENCH_VENV / "bin" / "torchfix"
     if not exe.exists():
         subprocess.run([sys.executable, "-m", "venv", str(BENCH_VENV)], check=True)
@@ -56,6 +66,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--corpus", default=str(ROOT / ".corpus"))
     parser.add_argument("--subset", default="segmentation_models_pytorch", help="packages TorchFix also runs on")
+    parser.add_argument("--skip-cache", action="store_true", help="skip the cold/warm cache and clean-file runs")
     args = parser.parse_args()
     corpus = Path(args.corpus)
     if not corpus.is_dir():
@@ -64,14 +75,28 @@ def main() -> None:
     n_files, megabytes = count_files(subset)
     print(f"subset: {args.subset} ({n_files} files, {megabytes:.1f} MB); {os.cpu_count()} cores")
 
+    all_files, all_mb = count_files([corpus])
+    ruff = tool("ruff")
+    if ruff is None:
+        sys.exit("ruff not found: pip install -e '.[bench]'")
+    whole_ours = timed([*port_check_command(), "--no-cache", str(corpus)])
+    whole_ruff = timed([ruff, "check", "--select", "E,F", "--no-cache", "--exit-zero", "-q", str(corpus)])
+    print(f"\nwhole corpus ({all_files} files, {all_mb:.1f} MB):")
+    print(f"{'tool':<34}{'wall s':>9}{'CPU s':>9}")
+    for name, (wall, cpu, _rc) in (("port-check (no cache)", whole_ours), ("ruff check --select E,F --no-cache", whole_ruff)):
+        print(f"{name:<34}{wall:9.2f}{cpu:9.2f}")
+    print(f"ratio port-check / ruff: {whole_ours[1] / whole_ruff[1]:.2f}x the CPU seconds ({whole_ours[0] / whole_ruff[0]:.2f}x wall)")
+
+    print(f"\nsubset {args.subset} ({n_files} files, {megabytes:.1f} MB):")
     ours = timed([*port_check_command(), "--no-cache", *map(str, subset)])
     theirs = timed([*torchfix_command(), *map(str, subset)])
     print(f"{'tool':<28}{'wall s':>9}{'CPU s':>9}{'files/s (wall)':>16}{'files/s (CPU)':>15}")
     for name, (wall, cpu, _rc) in (("port-check (no cache)", ours), ("TorchFix 0.7.0", theirs)):
         print(f"{name:<28}{wall:9.2f}{cpu:9.2f}{n_files / wall:16.1f}{n_files / cpu:15.1f}")
-    print(f"ratio port-check / TorchFix: {theirs[0] / ours[0]:.1f}x by wall clock, {theirs[1] / ours[1]:.1f}x by CPU seconds")
+    print(f"ratio TorchFix / port-check: {theirs[0] / ours[0]:.1f}x by wall clock, {theirs[1] / ours[1]:.1f}x by CPU seconds")
 
-    all_files, all_mb = count_files([corpus])
+    if args.skip_cache:
+        return
     cache = Path(tempfile.mkdtemp(prefix="candle-port-cache-"))
     try:
         cold = timed([*port_check_command(), "--cache-dir", str(cache), str(corpus)])

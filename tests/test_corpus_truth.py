@@ -23,6 +23,8 @@ def corpus_findings(corpus_dir: Path) -> dict[tuple[str, int], set[str]]:
     assert not report.errors, [e.describe() for e in report.errors]
     by_site: dict[tuple[str, int], set[str]] = defaultdict(set)
     for finding in report.findings:
+        if finding.wrapper:
+            continue  # a call of a project wrapper: tests/test_corpus_wrappers.py checks those
         relative = Path(finding.path).relative_to(corpus_dir)
         by_site[(str(Path(*relative.parts[1:])), finding.line)].add(finding.code)
     return by_site
@@ -92,4 +94,4 @@ def test_check_text_equals_check_paths_on_a_sample(corpus_dir: Path, corpus_find
         result = check_text(path.read_text(encoding="utf-8"), str(path), Config())
         relative = str(Path(*path.relative_to(corpus_dir).parts[1:]))
         expected = {line for (p, line) in corpus_findings if p == relative}
-        assert {f.line for f in result.findings} == expected
+        assert {f.line for f in result.findings if not f.wrapper} == expected

@@ -58,6 +58,10 @@ class ResultCache:
             return None
         try:
             result = FileResult(raw["path"], parsed=raw.get("parsed", False))
+            result.summary = raw.get("summary")
+            result.refs = tuple(raw.get("refs") or ())
+            if result.summary is not None and not isinstance(result.summary, dict):
+                return None
             result.findings = [
                 Finding(**{**f, "severity": Severity(f["severity"]), "fixes": tuple(f["fixes"])})
                 for f in raw["findings"]
@@ -75,6 +79,8 @@ class ResultCache:
             "parsed": result.parsed,
             "findings": [_finding_fields(f) for f in result.findings],
             "error": vars(result.error) if result.error else None,
+            "summary": result.summary,
+            "refs": list(result.refs),
         }
         try:
             entry.parent.mkdir(parents=True, exist_ok=True)
@@ -99,6 +105,7 @@ def _finding_fields(finding: Finding) -> dict:
         "fixes": list(finding.fixes),
         "end_line": finding.end_line,
         "hint": finding.hint,
+        "wrapper": finding.wrapper,
     }
 
 

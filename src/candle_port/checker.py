@@ -3,12 +3,8 @@
 from __future__ import annotations
 
 import ast
-import itertools
-import re
+import warnings
 
-import libcst as cst
-
-from candle_port.analysis.positions import call_positions
 from candle_port.analysis.sites import Scan, Site, scan_module
 from candle_port.config import Config
 from candle_port.findings import FileError, FileResult, Finding, Severity
@@ -17,79 +13,65 @@ from candle_port.rules import all_rules
 from candle_port.suppressions import is_suppressed, suppressions
 
 
-# CPython's parser rejects more than 200 nested brackets; libcst's native parser crashes the whole
-# process (SIGSEGV) on a few thousand, so such text never reaches it.
+# CPython's parser rejects more than 200 nested brackets itself; libcst's native parser crashes the
+# whole process (SIGSEGV) on a few thousand, so port-fix never hands such text to it.
 MAX_BRACKET_NESTING = 200
-_NOT_BRACKETS = re.compile(r"[^()\[\]{}]+")
-_DELTA = {"(": 1, "[": 1, "{": 1, ")": -1, "]": -1, "}": -1}
 
-
-def _naive_bracket_depth(text: str) -> int:
-    """Deepest bracket nesting, counting brackets in strings and comments too (an upper bound)."""
-    brackets = _NOT_BRACKETS.sub("", text)
-    return max(itertools.accumulate(map(_DELTA.__getitem__, brackets)), default=0)
-
-
-# libcst needs about 600 bytes of memory per byte of source (a 50 MB generated file: 24 GB and the
-# OOM killer); the largest hand-written file of the corpus is 0.33 MB.
+# The largest hand-written file of the corpus is 0.33 MB; a generated file beyond this is not
+# analysed (libcst, which port-fix uses to rewrite, needs about 600 bytes of memory per byte).
 MAX_PARSE_CHARS = 4_000_000
 
 NO_GRAD_REASON = "not on a gradient path, so only candle's forward runs"
 
 
-def parse(text: str, path: str) -> cst.Module | FileError:
+def parse(text: str, path: str) -> ast.Module | FileError:
+    """CPython's own tree of `text`, or the FileError to report: port-check never builds a libcst tree."""
     if len(text) > MAX_PARSE_CHARS:
         return FileError(
             path,
             f"too large to analyse ({len(text) / 1e6:.1f} MB of text; the limit is {MAX_PARSE_CHARS / 1e6:.0f} MB, "
             "as the parser needs about 600 times that in memory); not checked",
         )
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # invalid escape sequences and the like are the user's business
+            return compile(text, path, "exec", ast.PyCF_ONLY_AST, dont_inherit=True)
+    except SyntaxError as exc:
+        return FileError(path, f"syntax error: {exc.msg}", exc.lineno, max(exc.offset or 1, 1) if exc.lineno else None)
+    except (RecursionError, MemoryError):
+        return FileError(path, "syntax error: source too deeply nested to parse")
+    except ValueError as exc:
+        return FileError(path, f"syntax error: {exc}")
+
+
+def parse_cst(text: str, path: str):
+    """libcst's tree for port-fix (only on a file with sites to rewrite), or a FileError.
+
+    What libcst cannot parse but CPython can is named as such: port-check still checks it.
+    """
+    import libcst as cst
+
     if _naive_bracket_depth(text) > MAX_BRACKET_NESTING:
-        try:
-            compile(text, path, "exec", ast.PyCF_ONLY_AST, dont_inherit=True)
-        except SyntaxError as exc:
-            return FileError(path, f"syntax error: {exc.msg}", exc.lineno, exc.offset)
-        except (ValueError, RecursionError, MemoryError) as exc:
-            return FileError(path, f"syntax error: {type(exc).__name__}: {exc}")
+        return FileError(path, "libcst cannot parse this file, though Python can (nested too deeply); not rewritten")
     try:
         return cst.parse_module(text)
     except cst.ParserSyntaxError as exc:
         message = str(exc.message).splitlines()[0] if exc.message else "invalid syntax"
-        if _python_accepts(text, path):
-            return FileError(path, f"libcst cannot parse this file, though Python can ({message}); not checked", exc.raw_line, exc.raw_column + 1)
-        return _syntax_error(text, path, exc)
+        return FileError(path, f"libcst cannot parse this file, though Python can ({message}); not rewritten", exc.raw_line, exc.raw_column + 1)
     except (RecursionError, MemoryError):
-        if _python_accepts(text, path):
-            return FileError(path, "libcst cannot parse this file (nested too deeply), though Python can; not checked")
-        return FileError(path, "syntax error: source too deeply nested to parse")
+        return FileError(path, "libcst cannot parse this file, though Python can (nested too deeply); not rewritten")
 
 
-def _python_accepts(text: str, path: str) -> bool:
-    """Whether this Python compiles `text`: "syntax error" is said only of what CPython rejects."""
-    try:
-        compile(text, path, "exec", ast.PyCF_ONLY_AST, dont_inherit=True)
-    except (SyntaxError, ValueError, RecursionError, MemoryError):
-        return False
-    return True
+_DELTA = {"(": 1, "[": 1, "{": 1, ")": -1, "]": -1, "}": -1}
 
 
-def _syntax_error(text: str, path: str, exc: cst.ParserSyntaxError) -> FileError:
-    """One short line, as Python says it: libcst lists every token it expected and can point past the error.
+def _naive_bracket_depth(text: str) -> int:
+    """Deepest bracket nesting, counting brackets in strings and comments too (an upper bound)."""
+    import itertools
+    import re
 
-    CPython's own parser names the problem (`invalid syntax`, `'(' was never closed`) and its place; libcst's
-    position is the fallback when CPython accepts what libcst does not (a newer grammar).
-    """
-    try:
-        ast.parse(text)
-    except SyntaxError as error:
-        if error.lineno:
-            return FileError(path, f"syntax error: {error.msg}", error.lineno, max(error.offset or 1, 1))
-    except (ValueError, RecursionError, MemoryError):
-        pass
-    message = str(exc.message).splitlines()[0] if exc.message else "invalid syntax"
-    if len(message) > 80:
-        message = message.split(":")[0] if ":" in message else message[:77] + "..."
-    return FileError(path, f"syntax error: {message}", exc.raw_line, exc.raw_column + 1)
+    brackets = re.sub(r"[^()\[\]{}]+", "", text)
+    return max(itertools.accumulate(map(_DELTA.__getitem__, brackets)), default=0)
 
 
 def harmless_without_gradients(site: Site, codes) -> bool:
@@ -101,23 +83,29 @@ def harmless_without_gradients(site: Site, codes) -> bool:
     return bool(hits) and all(hit.backward_only for hit in hits)
 
 
-def check_module(module: cst.Module, text: str, path: str, config: Config) -> list[Finding]:
+def check_module(tree: ast.Module, text: str, path: str, config: Config, index=None, package: str = "") -> list[Finding]:
     """Findings for an already parsed module (used by port-fix to re-check its output)."""
-    scan = scan_module(module)
+    scan = scan_module(tree, text, index, package)
     if not scan.sites:
         return []
-    return findings_for_scan(module, scan, text, path, config)
+    return findings_for_scan(scan, text, path, config)
 
 
-def findings_for_scan(module: cst.Module, scan: Scan, text: str, path: str, config: Config) -> list[Finding]:
+def site_position(site: Site) -> tuple[int, int, int]:
+    """(line, 1-based character column, end line) of a site's call."""
+    call = site.call
+    column = site.source.column(call.lineno, call.col_offset) if site.source is not None else call.col_offset
+    return call.lineno, column + 1, call.end_lineno or call.lineno
+
+
+def findings_for_scan(scan: Scan, text: str, path: str, config: Config) -> list[Finding]:
     rules = [rule for rule in all_rules() if config.enabled(rule.code, path)]
     if not rules:
         return []
-    positions = call_positions(module, text, scan.calls, [site.call for site in scan.sites])
     suppressed = suppressions(text)
     findings: list[Finding] = []
     for site in scan.sites:
-        line, column, end_line = positions[site.call]
+        line, column, end_line = site_position(site)
         lines = (line, end_line)
         for rule in rules:
             for hit in rule.check(site):
@@ -141,22 +129,33 @@ def findings_for_scan(module: cst.Module, scan: Scan, text: str, path: str, conf
                         fixes=hit.fixes,
                         end_line=end_line,
                         hint=hit.hint,
+                        wrapper=site.wrapper,
                     )
                 )
     findings.sort(key=lambda f: (f.line, f.column, f.code))
     return findings
 
 
-def check_text(text: str, path: str = "<stdin>", config: Config | None = None) -> FileResult:
-    """Check one source text; a syntax error becomes the result's `error`."""
+def check_text(
+    text: str, path: str = "<stdin>", config: Config | None = None, index=None, package: str = "", module: str = ""
+) -> FileResult:
+    """Check one source text; a syntax error becomes the result's `error`.
+
+    `index`: the project index (analysis/index.py) of the tree the file is checked in, for names
+    defined in other modules; without it, the file's own module constants, enums and wrappers count.
+    """
     config = config or Config()
     result = FileResult(path)
-    if not may_hold_sites(text):
+    if not may_hold_sites(text) and (index is None or not index.mentioned_in(text)):
         return result
-    module = parse(text, path)
-    if isinstance(module, FileError):
-        result.error = module
+    tree = parse(text, path)
+    if isinstance(tree, FileError):
+        result.error = tree
         return result
     result.parsed = True
-    result.findings = check_module(module, text, path, config)
+    scan = scan_module(tree, text, index, package, module, path)
+    result.findings = findings_for_scan(scan, text, path, config) if scan.sites else []
+    if scan.summary is not None and not scan.summary.empty():
+        result.summary = scan.summary.to_json()
+    result.refs = tuple(sorted(scan.refs))
     return result

@@ -24,28 +24,40 @@ class CheckReport:
     empty_directories: list[str] = field(default_factory=list)
     files_checked: int = 0
     files_parsed: int = 0
+    index: object = None  # analysis.index.ProjectIndex of the checked tree, when it has one
 
     @property
     def findings(self) -> list[Finding]:
         return [f for r in self.results for f in r.findings]
 
 
-def check_file(path: str, config: Config, cache: ResultCache | None = None) -> FileResult:
-    """Read, decode and check one file; any failure becomes the result's error."""
+def check_file(
+    path: str, config: Config, cache: ResultCache | None = None, index=None, digest: str = ""
+) -> FileResult:
+    """Read, decode and check one file; any failure becomes the result's error.
+
+    Without `index` (the first pass) a file that cannot hold a site is skipped unparsed; with it
+    (the second pass, analysis/index.py) a file that may call a project wrapper is checked too, and
+    `digest` (the index entries the file's findings depend on) is part of its cache key.
+    """
     try:
         data, source = load_source(path)
     except SourceError as exc:
         return FileResult(path, error=FileError(path, str(exc)))
-    if not may_hold_sites(source.text) or is_vendored_runtime(source.text):
+    if is_vendored_runtime(source.text):
         return FileResult(path)
-    key = cache.key(path, data) if cache is not None else None
+    if not may_hold_sites(source.text) and (index is None or not index.mentioned_in(source.text)):
+        return FileResult(path)
+    key = cache.key(path, data + (b"\0index\0" + digest.encode() if index is not None else b"")) if cache is not None else None
     if cache is not None and key is not None:
         hit = cache.get(key)
         if hit is not None:
             return hit
-    from candle_port.checker import check_text  # libcst loads only when a file may hold a site
+    from candle_port.analysis.index import module_name_of
+    from candle_port.checker import check_text
 
-    result = isolated(path, lambda: check_text(source.text, path, config))
+    module, package = module_name_of(path)
+    result = isolated(path, lambda: check_text(source.text, path, config, index, package, module))
     if isinstance(result, FileError):
         return FileResult(path, error=result)  # never cached: a deeper stack or a fix may read it
     if cache is not None and key is not None:
@@ -57,10 +69,10 @@ def _worker_died(path: str, cause: str = "the worker process died") -> FileResul
     return FileResult(path, error=FileError(path, f"not checked: {cause} while checking this file"))
 
 
-def _check_chunk(args: tuple[list[str], Config, str | None]) -> list[FileResult]:
-    paths, config, cache_dir = args
+def _check_chunk(args) -> list[FileResult]:
+    paths, config, cache_dir, index, digests = args
     cache = ResultCache(Path(cache_dir), config.fingerprint()) if cache_dir else None
-    return [check_file(p, config, cache) for p in paths]
+    return [check_file(p, config, cache, index, digests.get(p, "") if digests else "") for p in paths]
 
 
 def check_files(
@@ -70,7 +82,108 @@ def check_files(
     jobs: int | None = None,
     progress: Callable[[int], None] | None = None,
 ) -> list[FileResult]:
-    return map_files(_check_chunk, files, (config, cache_dir), jobs, progress, on_crash=_worker_died)
+    return check_files_with_index(files, config, cache_dir, jobs, progress)[0]
+
+
+def check_files_with_index(
+    files: list[str],
+    config: Config,
+    cache_dir: str | None = None,
+    jobs: int | None = None,
+    progress: Callable[[int], None] | None = None,
+):
+    """(results, the project index or None). Two passes: every file alone (its sites, and its summary for the project index), then the
+    files whose findings depend on the index (a wrapper call, an imported constant, enum or
+    subclass) again, with it. Both run on every core and use the cache."""
+    results = map_files(_check_chunk, files, (config, cache_dir, None, None), jobs, progress, on_crash=_worker_died)
+    from candle_port.analysis.index import ModuleSummary, ProjectIndex
+
+    _summarize_value_modules(files, results)
+    used: dict[int, str | None] = {}  # the index digest each file was last checked with
+    names_seen: set[str] = set()
+    index = None
+    # A file checked in a later pass may define a wrapper of a wrapper (it names no API, so the first
+    # pass skipped it): then its callers are checked again. Each pass adds a level; a few suffice.
+    for _ in range(6):
+        summaries = [r.summary for r in results if r.summary]
+        if not summaries:
+            return results, None
+        index = ProjectIndex([ModuleSummary.from_json(s) for s in summaries])
+        new_names = index.wrapper_short_names() - names_seen
+        names_seen |= new_names
+        redo: list[int] = []
+        digests: dict[str, str] = {}
+        for i, result in enumerate(results):
+            if result.error is not None:
+                continue
+            if result.parsed:
+                digest = index.digest_for(result.refs)
+                if digest == used.get(i):
+                    continue  # what it refers to says the same as when it was checked
+                digests[files[i]] = digest or ""
+                used[i] = digest
+                redo.append(i)
+            elif new_names:
+                digests[files[i]] = index.digest()
+                redo.append(i)  # may call a new wrapper: read again, checked if a wrapper's name is written there
+        if not redo:
+            break
+        again = map_files(
+            _check_chunk, [files[i] for i in redo], (config, cache_dir, index.for_workers(), digests), jobs, None, on_crash=_worker_died
+        )
+        for i, result in zip(redo, again):
+            if not result.parsed and result.summary is None:
+                result.summary = results[i].summary  # a constants module summarized above
+            results[i] = result
+            if result.parsed and i not in used:
+                used[i] = index.digest_for(result.refs)
+    return results, index
+
+
+def _summarize_value_modules(files: list[str], results: list[FileResult]) -> None:
+    """Summarize the modules that define the constants and enums the checked files use at a site
+    (`from .consts import MODE`): such a module names no API, so the first pass skipped it."""
+    wanted: set[str] = set()
+    for result in results:
+        wanted.update(ref[2:] for ref in result.refs if ref.startswith("v:"))
+    if not wanted:
+        return
+    by_tail: dict[tuple[str, ...], int] = {}
+    for i, path in enumerate(files):
+        parts = Path(path).with_suffix("").parts
+        if parts[-1] == "__init__":
+            parts = parts[:-1]
+        by_tail.setdefault(tuple(parts[-2:]), i)
+    done: set[int] = set()
+    for name in sorted(wanted):
+        parts = name.split(".")
+        for cut in range(len(parts) - 1, 0, -1):
+            i = by_tail.get(tuple(parts[:cut][-2:]))
+            if i is None or i in done:
+                continue
+            done.add(i)
+            result = results[i]
+            if result.parsed or result.summary or result.error is not None:
+                break
+            result.summary = _summary_of(files[i])
+            break
+
+
+def _summary_of(path: str) -> dict | None:
+    from candle_port.analysis.index import module_name_of
+    from candle_port.analysis.sites import scan_module
+    from candle_port.checker import parse
+
+    try:
+        _, source = load_source(path)
+    except SourceError:
+        return None
+    tree = parse(source.text, path)
+    if isinstance(tree, FileError):
+        return None
+    module, package = module_name_of(path)
+    summary = isolated(path, lambda: scan_module(tree, source.text, None, package, module, path).summary)
+    return None if isinstance(summary, FileError) or summary is None else summary.to_json()
 
 
 def check_paths(
@@ -86,7 +199,7 @@ def check_paths(
     report = CheckReport(errors=list(found.errors), empty_directories=found.empty_directories)
     progress = progress_factory(len(found.files)) if progress_factory else None
     try:
-        results = check_files(found.files, config, cache_dir, jobs, progress.advance if progress else None)
+        results, report.index = check_files_with_index(found.files, config, cache_dir, jobs, progress.advance if progress else None)
     finally:
         if progress:
             progress.close()

@@ -28,6 +28,9 @@ class Finding:
     end_line: int | None = None
     # How to rewrite it by hand, for findings no port-fix strategy rewrites (CP105, CP108, CP110).
     hint: str = ""
+    # A call of a project function or class that passes its mode to the API: the wrapper's qualified
+    # name (the wrapper itself is reported, and rewritten, at the API call inside it).
+    wrapper: str = ""
 
     def to_dict(self) -> dict:
         return {
@@ -66,3 +69,7 @@ class FileResult:
     findings: list[Finding] = field(default_factory=list)
     error: FileError | None = None
     parsed: bool = False
+    # For the project index (analysis/index.py): what the module exports (ModuleSummary as JSON),
+    # and the qualified names it refers to that another module of the tree may define.
+    summary: dict | None = None
+    refs: tuple[str, ...] = ()

@@ -7,10 +7,10 @@ a training gradient path and a missing or wrong candle backward does not matter 
 
 from __future__ import annotations
 
-import libcst as cst
+import ast
 
 from candle_port.analysis.names import Resolver, Scope
-from candle_port.analysis.values import code_of, evaluate
+from candle_port.analysis.values import Source, code_of, evaluate
 
 # Calls (or bare decorators) that turn gradients off; `set_grad_enabled` only with a literal False.
 _NO_GRAD = {
@@ -26,7 +26,7 @@ _ENABLE_GRAD = {"torch.enable_grad", "torch.autograd.enable_grad", "torch.autogr
 _SET_GRAD_ENABLED = {"torch.set_grad_enabled", "torch.autograd.set_grad_enabled", "torch.autograd.grad_mode.set_grad_enabled"}
 
 
-def no_grad_reason(contexts, resolver: Resolver) -> str | None:
+def no_grad_reason(contexts, resolver: Resolver, source: Source | None = None) -> str | None:
     """How the innermost grad-mode context is written (`with torch.no_grad()`) when it turns gradients
     off; None when there is none or it turns them on (`inference_mode(False)`, `set_grad_enabled(True)`)."""
     for kind, expression, scope in reversed(contexts):
@@ -35,17 +35,17 @@ def no_grad_reason(contexts, resolver: Resolver) -> str | None:
             continue
         if not off:
             return None
-        shown = code_of(expression).strip()
+        shown = code_of(expression, source).strip()
         return f"with {shown}" if kind == "with" else f"@{shown}"
     return None
 
 
-def _gradients_off(expression: cst.BaseExpression, scope: Scope, resolver: Resolver) -> bool | None:
+def _gradients_off(expression: ast.expr, scope: Scope, resolver: Resolver) -> bool | None:
     """True/False when `expression` sets the grad mode off/on, None when it is no grad-mode context."""
-    func = expression.func if isinstance(expression, cst.Call) else expression
+    func = expression.func if isinstance(expression, ast.Call) else expression
     names = resolver.qualified_names(func, scope)
-    args = expression.args if isinstance(expression, cst.Call) else ()
-    first = evaluate(args[0].value) if args and args[0].keyword is None and not args[0].star else None
+    args = expression.args if isinstance(expression, ast.Call) else ()
+    first = evaluate(args[0]) if args and not isinstance(args[0], ast.Starred) else None
     if names & _ENABLE_GRAD:
         return False
     if names & _NO_GRAD:

@@ -1,31 +1,29 @@
-"""Scope-correct resolution of what a call refers to, cheaper than libcst's QualifiedNameProvider.
+"""Scope-correct resolution of what a call refers to, on CPython's own `ast`.
 
 One pass over the module records every binding (imports, assignments, defs, parameters, loop and
 `with` targets) in the scope where Python puts it, and every call with the scope it sits in. Names
 are resolved afterwards, so a binding later in a function body still shadows (as in Python). A name
 may have several bindings (an import in `try`, a fallback in `except`); resolution returns all the
-qualified names it may hold, like QualifiedNameProvider does. Attribute chains extend them:
-`F.interpolate` with `F -> torch.nn.functional` is `torch.nn.functional.interpolate`.
+qualified names it may hold. Attribute chains extend them: `F.interpolate` with
+`F -> torch.nn.functional` is `torch.nn.functional.interpolate`.
+
+The walk uses an explicit stack, never Python recursion: valid code with a 500-term `x+x+...`, 500
+`elif`s or a 1,200-deep call chain is analysed like any other file.
 """
 
 from __future__ import annotations
 
+import ast
 from dataclasses import dataclass, field
 
-import dataclasses
-
-import libcst as cst
-
-# The name of the class that a local `class X(nn.Upsample)` stands for; resolution returns this
-# base qualified name for X, and `SubclassInfo` for details.
 _MAX_ALIAS_DEPTH = 8
 
 
-@dataclass
+@dataclass(eq=False)
 class ClassInfo:
     """A class defined in this module: its bases (resolved later) and whether it has __init__."""
 
-    node: cst.ClassDef
+    node: ast.ClassDef
     scope: "Scope"
     defines_init: bool
 
@@ -35,11 +33,11 @@ class Import:
     qualified_name: str
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class Alias:
     """`x = <dotted expression>`: x holds whatever the expression resolves to."""
 
-    expression: cst.BaseExpression
+    expression: ast.expr
     scope: "Scope"
 
 
@@ -52,27 +50,54 @@ class _Local:
 
 LOCAL = _Local()
 
-@dataclass(frozen=True)
+
+@dataclass(frozen=True, eq=False)
 class Collection:
     """`x = (a, b)` / `[a, b]` / `{"k": a}`: a literal collection, whose items may be layer classes
     (`POOLS[dim - 1](...)` picks one at run time)."""
 
-    expression: cst.BaseExpression
+    expression: ast.expr
     scope: "Scope"
 
 
-Binding = Import | Alias | ClassInfo | Collection | _Local
+@dataclass(frozen=True, eq=False)
+class Value:
+    """`x = <any other expression>` (a literal, a call): kept so that module constants can be read."""
+
+    expression: ast.expr
+    scope: "Scope"
+
+
+@dataclass(eq=False)
+class FunctionInfo:
+    """A function or method defined in this module (a wrapper candidate)."""
+
+    node: ast.FunctionDef | ast.AsyncFunctionDef
+    scope: "Scope"  # where it is defined
+    body_scope: "Scope | None" = None
+
+
+Binding = Import | Alias | ClassInfo | Collection | Value | FunctionInfo | _Local
+
+
+@dataclass(frozen=True)
+class Param:
+    """A function parameter: its name and literal-or-not default expression."""
+
+    name: str
+    default: ast.expr | None
+    node: ast.arg
 
 
 @dataclass(eq=False)
 class Scope:
     kind: str  # "module", "class", "function", "comprehension"
     parent: "Scope | None"
-    node: cst.CSTNode | None = None
+    node: ast.AST | None = None
     bindings: dict[str, list[Binding]] = field(default_factory=dict)
     global_names: set[str] = field(default_factory=set)
     star_imports: list[str] = field(default_factory=list)
-    parameters: dict[str, cst.Param] = field(default_factory=dict)
+    parameters: dict[str, Param] = field(default_factory=dict)
 
     def bind(self, name: str, binding: Binding) -> None:
         target = self.module() if name in self.global_names else self
@@ -85,319 +110,269 @@ class Scope:
         return scope
 
 
-def dotted_name(node: cst.BaseExpression) -> str | None:
-    """`a.b.c` as text, or None when the expression is not a plain dotted name."""
+def dotted_name(node) -> str | None:
+    """`a.b.c` as text, or None when the expression is not a plain dotted name.
+
+    Takes an `ast` expression, or a libcst one (port-fix's import helpers still hold libcst nodes).
+    """
     parts: list[str] = []
-    while isinstance(node, cst.Attribute):
+    if isinstance(node, ast.AST):
+        while isinstance(node, ast.Attribute):
+            parts.append(node.attr)
+            node = node.value
+        if isinstance(node, ast.Name):
+            parts.append(node.id)
+            return ".".join(reversed(parts))
+        return None
+    while type(node).__name__ == "Attribute":  # libcst
         parts.append(node.attr.value)
         node = node.value
-    if isinstance(node, cst.Name):
+    if type(node).__name__ == "Name":
         parts.append(node.value)
         return ".".join(reversed(parts))
     return None
 
 
-def _import_module_name(node: cst.ImportFrom) -> str:
-    dots = "." * len(node.relative)
-    return dots + (dotted_name(node.module) or "" if node.module is not None else "")
+ast_dotted = dotted_name
 
 
-_SKIPPED_FIELDS = frozenset(
-    {
-        "lpar", "rpar", "comma", "semicolon", "colon", "equal", "dot", "star", "operator",
-        "header", "footer", "newline", "leading_lines", "lines_after_decorators", "relative",
-    }
-)
-_FIELDS: dict[type, tuple[str, ...]] = {}
-
-
-def _child_fields(cls: type) -> tuple[str, ...]:
-    names = _FIELDS.get(cls)
-    if names is None:
-        names = tuple(
-            f.name
-            for f in dataclasses.fields(cls)
-            if f.name not in _SKIPPED_FIELDS and not f.name.startswith("whitespace")
-        )
-        _FIELDS[cls] = names
-    return names
-
-
-class ScopeBuilder:
-    """Collects bindings per scope and every call with the scope it sits in.
-
-    It walks the tree itself (dataclass fields, cached per node type) instead of using libcst's
-    visitor, which rebuilds every node it passes and costs about ten times more. Children are
-    walked in source order: the fields of libcst nodes follow the code, and the few that do not
-    (IfExp, ExceptHandler, comprehensions, function parameters) have their own handler.
-    """
-
-    def __init__(self) -> None:
-        self.module_scope = Scope("module", None)
-        self.scope = self.module_scope
-        self.calls: list[tuple[cst.Call, Scope]] = []
-        # The `with` items and decorators a call runs under, innermost last, each with the scope it
-        # is evaluated in (context.py decides which of them turn gradients off).
-        self.call_contexts: dict[cst.Call, tuple[tuple[str, cst.BaseExpression, Scope], ...]] = {}
-        self._contexts: list[tuple[str, cst.BaseExpression, Scope]] = []
-        self._handlers = {
-            cst.FunctionDef: self._function_def,
-            cst.Lambda: self._lambda,
-            cst.ClassDef: self._class_def,
-            cst.ListComp: self._comprehension,
-            cst.SetComp: self._comprehension,
-            cst.GeneratorExp: self._comprehension,
-            cst.DictComp: self._comprehension,
-            cst.IfExp: self._if_exp,
-            cst.ExceptHandler: self._except_handler,
-            cst.Global: self._global,
-            cst.Import: self._import,
-            cst.ImportFrom: self._import_from,
-            cst.Assign: self._assign,
-            cst.AnnAssign: self._ann_assign,
-            cst.AugAssign: self._aug_assign,
-            cst.NamedExpr: self._named_expr,
-            cst.For: self._for,
-            cst.CompFor: self._comp_for,
-            cst.WithItem: self._with_item,
-            cst.With: self._with,
-            cst.MatchAs: self._match_name,
-            cst.MatchStar: self._match_name,
-            cst.Call: self._call,
-        }
-
-    def build(self, module: cst.Module) -> "ScopeBuilder":
-        self.walk(module)
-        return self
-
-    # -- traversal -----------------------------------------------------------------------------
-    def walk(self, node) -> None:
-        if node is None:
-            return
-        handler = self._handlers.get(type(node))
-        if handler is not None and handler(node) is False:
-            return
-        self._walk_children(node)
-
-    def _walk_children(self, node: cst.CSTNode) -> None:
-        for name in _child_fields(type(node)):
-            value = getattr(node, name)
-            if isinstance(value, cst.CSTNode):
-                self.walk(value)
-            elif isinstance(value, (tuple, list)):
-                for item in value:
-                    if isinstance(item, cst.CSTNode):
-                        self.walk(item)
-
-    # -- scopes --------------------------------------------------------------------------------
-    def _push(self, kind: str, node: cst.CSTNode) -> Scope:
-        self.scope = Scope(kind, self.scope, node)
-        return self.scope
-
-    def _pop(self) -> None:
-        assert self.scope.parent is not None
-        self.scope = self.scope.parent
-
-    def _function_def(self, node: cst.FunctionDef) -> bool:
-        self.scope.bind(node.name.value, LOCAL)
-        # Decorators, defaults and annotations are evaluated in the enclosing scope.
-        for decorator in node.decorators:
-            self.walk(decorator)
-        self._param_defaults(node.params)
-        self.walk(node.returns)
-        outer_contexts = self._contexts
-        # The body runs when the function is called: under its decorators, not under the `with` it sits in.
-        self._contexts = [("decorator", decorator.decorator, self.scope) for decorator in node.decorators]
-        scope = self._push("function", node)
-        _bind_params(node.params, scope)
-        self.walk(node.body)
-        self._pop()
-        self._contexts = outer_contexts
-        return False
-
-    def _lambda(self, node: cst.Lambda) -> bool:
-        self._param_defaults(node.params)
-        outer_contexts, self._contexts = self._contexts, []  # the body runs when called, not here
-        scope = self._push("function", node)
-        _bind_params(node.params, scope)
-        self.walk(node.body)
-        self._pop()
-        self._contexts = outer_contexts
-        return False
-
-    def _param_defaults(self, params: cst.Parameters) -> None:
-        for param in _all_params(params):
-            self.walk(param.annotation)
-            self.walk(param.default)
-
-    def _class_def(self, node: cst.ClassDef) -> bool:
-        for decorator in node.decorators:
-            self.walk(decorator)
-        for arg in (*node.bases, *node.keywords):
-            self.walk(arg)
-        info = ClassInfo(node, self.scope, _defines_method(node, "__init__"))
-        self.scope.bind(node.name.value, info)
-        self._push("class", node)
-        self.walk(node.body)
-        self._pop()
-        return False
-
-    def _comprehension(self, node) -> bool:
-        # Element first: that is its place in the source (positions.py relies on source order);
-        # bindings are resolved after the walk, so the order does not change any answer.
-        self._push("comprehension", node)
-        if isinstance(node, cst.DictComp):
-            self.walk(node.key)
-            self.walk(node.value)
-        else:
-            self.walk(node.elt)
-        self.walk(node.for_in)
-        self._pop()
-        return False
-
-    def _if_exp(self, node: cst.IfExp) -> bool:
-        self.walk(node.body)
-        self.walk(node.test)
-        self.walk(node.orelse)
-        return False
-
-    def _except_handler(self, node: cst.ExceptHandler) -> bool:
-        self.walk(node.type)
-        if node.name is not None:
-            self._bind_target(node.name.name, LOCAL)
-        self.walk(node.body)
-        return False
-
-    # -- bindings ------------------------------------------------------------------------------
-    def _global(self, node: cst.Global) -> None:
-        for item in node.names:
-            self.scope.global_names.add(item.name.value)
-
-    def _import(self, node: cst.Import) -> bool:
-        for alias in node.names:
-            full = dotted_name(alias.name) or ""
-            if alias.asname is not None:
-                name = _target_name(alias.asname.name)
-                if name:
-                    self.scope.bind(name, Import(full))
-            else:
-                top = full.split(".")[0]
-                self.scope.bind(top, Import(top))
-        return False
-
-    def _import_from(self, node: cst.ImportFrom) -> bool:
-        module = _import_module_name(node)
-        if isinstance(node.names, cst.ImportStar):
-            self.scope.star_imports.append(module)
-            return False
-        for alias in node.names:
-            imported = alias.name.value if isinstance(alias.name, cst.Name) else dotted_name(alias.name)
-            name = _target_name(alias.asname.name) if alias.asname is not None else imported
-            if name:
-                sep = "" if module.endswith(".") else "."
-                self.scope.bind(name, Import(f"{module}{sep}{imported}" if module else str(imported)))
-        return False
-
-    def _assign(self, node: cst.Assign) -> None:
-        value_binding = _value_binding(node.value, self.scope)
-        for target in node.targets:
-            self._bind_target(target.target, value_binding)
-
-    def _ann_assign(self, node: cst.AnnAssign) -> None:
-        if node.value is not None:
-            self._bind_target(node.target, _value_binding(node.value, self.scope))
-
-    def _aug_assign(self, node: cst.AugAssign) -> None:
-        self._bind_target(node.target, LOCAL)
-
-    def _named_expr(self, node: cst.NamedExpr) -> None:
-        scope = self.scope
-        while scope.kind == "comprehension" and scope.parent is not None:
-            scope = scope.parent  # PEP 572: the walrus binds in the enclosing function
-        name = _target_name(node.target)
-        if name:
-            scope.bind(name, _value_binding(node.value, self.scope))
-
-    def _for(self, node: cst.For) -> None:
-        self._bind_target(node.target, LOCAL)
-
-    def _comp_for(self, node: cst.CompFor) -> None:
-        self._bind_target(node.target, LOCAL)
-
-    def _with(self, node: cst.With) -> bool:
-        for item in node.items:
-            self.walk(item)
-        added = [("with", item.item, self.scope) for item in node.items]
-        self._contexts.extend(added)
-        self.walk(node.body)
-        del self._contexts[len(self._contexts) - len(added) :]
-        return False
-
-    def _with_item(self, node: cst.WithItem) -> None:
-        if node.asname is not None:
-            self._bind_target(node.asname.name, LOCAL)
-
-    def _match_name(self, node) -> None:
-        if node.name is not None:
-            self._bind_target(node.name, LOCAL)
-
-    def _bind_target(self, target: cst.BaseExpression, binding: Binding) -> None:
-        if isinstance(target, cst.Name):
-            self.scope.bind(target.value, binding)
-        elif isinstance(target, (cst.Tuple, cst.List)):
-            for element in target.elements:
-                self._bind_target(element.value, LOCAL)
-        elif isinstance(target, cst.StarredElement):
-            self._bind_target(target.value, LOCAL)
-        # Attributes and subscripts bind no name.
-
-    # -- uses ----------------------------------------------------------------------------------
-    def _call(self, node: cst.Call) -> None:
-        self.calls.append((node, self.scope))
-        if self._contexts:
-            self.call_contexts[node] = tuple(self._contexts)
-
-
-def _target_name(node: cst.BaseExpression) -> str | None:
-    return node.value if isinstance(node, cst.Name) else None
-
-
-def _value_binding(value: cst.BaseExpression, scope: Scope) -> Binding:
-    if isinstance(value, (cst.Tuple, cst.List, cst.Dict)):
-        return Collection(value, scope)
-    return Alias(value, scope) if dotted_name(value) is not None else LOCAL
-
-
-def _defines_method(node: cst.ClassDef, name: str) -> bool:
-    body = node.body.body if isinstance(node.body, cst.IndentedBlock) else ()
-    return any(isinstance(stmt, cst.FunctionDef) and stmt.name.value == name for stmt in body)
-
-
-def _all_params(params: cst.Parameters) -> list[cst.Param]:
-    """Every parameter, in source order."""
-    out = [*params.posonly_params, *params.params]
-    if isinstance(params.star_arg, cst.Param):
-        out.append(params.star_arg)
-    out.extend(params.kwonly_params)
-    if params.star_kwarg is not None:
-        out.append(params.star_kwarg)
+def all_params(args: ast.arguments) -> list[Param]:
+    """Every parameter with its default, in source order."""
+    positional = [*args.posonlyargs, *args.args]
+    defaults: list[ast.expr | None] = [None] * (len(positional) - len(args.defaults)) + list(args.defaults)
+    out = [Param(a.arg, d, a) for a, d in zip(positional, defaults)]
+    if args.vararg is not None:
+        out.append(Param(args.vararg.arg, None, args.vararg))
+    out.extend(Param(a.arg, d, a) for a, d in zip(args.kwonlyargs, args.kw_defaults))
+    if args.kwarg is not None:
+        out.append(Param(args.kwarg.arg, None, args.kwarg))
     return out
 
 
-def _bind_params(params: cst.Parameters, scope: Scope) -> None:
-    for param in _all_params(params):
-        scope.bind(param.name.value, LOCAL)
-        scope.parameters[param.name.value] = param
+Contexts = tuple  # ((kind, expression, scope), ...): `with` items and decorators, innermost last
+
+_FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
+# The most common nodes that bind nothing, with their child fields (all single nodes or None).
+_SIMPLE = {
+    ast.Attribute: ("value",),
+    ast.keyword: ("value",),
+    ast.Expr: ("value",),
+    ast.Return: ("value",),
+    ast.Subscript: ("value", "slice"),
+    ast.BinOp: ("left", "right"),
+    ast.UnaryOp: ("operand",),
+    ast.Starred: ("value",),
+    ast.Slice: ("lower", "upper", "step"),
+    ast.If: (),  # handled below: test, body, orelse are lists
+}
+del _SIMPLE[ast.If]
+_COMPREHENSIONS = (ast.ListComp, ast.SetComp, ast.GeneratorExp, ast.DictComp)
+
+
+class ScopeBuilder:
+    """Collects bindings per scope and every call with the scope it sits in, iteratively."""
+
+    def __init__(self, package: str = "", module: str = "") -> None:
+        # The package relative imports start from (`a.b` for a/b/c.py and for a/b/__init__.py).
+        self.package = package
+        self.module = module  # this module's qualified name: its functions and classes are `module.name`
+        self.module_scope = Scope("module", None)
+        self.calls: list[tuple[ast.Call, Scope]] = []
+        # The `with` items and decorators a call runs under, innermost last, each with the scope it
+        # is evaluated in (grad_mode.py decides which of them turn gradients off).
+        self.call_contexts: dict[ast.Call, Contexts] = {}
+        self.functions: list[FunctionInfo] = []
+        self.classes: list[ClassInfo] = []
+
+    def build(self, module: ast.Module) -> "ScopeBuilder":
+        self.module_scope.node = module
+        stack: list[tuple[object, Scope, Contexts]] = [(module, self.module_scope, ())]
+        pop, push = stack.pop, stack.append
+        while stack:
+            node, scope, contexts = pop()
+            if isinstance(node, tuple):  # a deferred binding action
+                node[0](*node[1:])
+                continue
+            children = self._visit(node, scope, contexts, push)
+            if children is None:
+                continue
+            for child in reversed(children):
+                push((child, scope, contexts))
+        return self
+
+    def _absolute(self, level: int, module: str) -> str:
+        if not level:
+            return module
+        parts = self.package.split(".") if self.package else []
+        if not parts or level - 1 >= len(parts):
+            return "." * level + module  # outside the checked tree: left relative, resolves to nothing
+        base = parts[: len(parts) - (level - 1)]
+        return ".".join(base + ([module] if module else []))
+
+    def _visit(self, node, scope: Scope, contexts: Contexts, push):
+        """Handle `node`; return the children still to walk in the same scope, or None."""
+        kind = type(node)
+        if kind is ast.Call:
+            self.calls.append((node, scope))
+            if contexts:
+                self.call_contexts[node] = contexts
+            return [node.func, *node.args, *node.keywords]
+        if kind is ast.Name or kind is ast.Constant:
+            return None
+        simple = _SIMPLE.get(kind)
+        if simple is not None:
+            return [child for name in simple if (child := getattr(node, name)) is not None]
+        if kind in _FUNCTIONS:
+            info = FunctionInfo(node, scope)
+            scope.bind(node.name, info)
+            self.functions.append(info)
+            inner = Scope("function", scope, node)
+            info.body_scope = inner
+            for param in all_params(node.args):
+                inner.bind(param.name, LOCAL)
+                inner.parameters[param.name] = param
+            body_contexts = tuple(("decorator", d, scope) for d in node.decorator_list)
+            for statement in reversed(node.body):
+                push((statement, inner, body_contexts))
+            outer = [*node.decorator_list, *_param_expressions(node.args)]
+            if node.returns is not None:
+                outer.append(node.returns)
+            return outer
+        if kind is ast.Lambda:
+            inner = Scope("function", scope, node)
+            for param in all_params(node.args):
+                inner.bind(param.name, LOCAL)
+                inner.parameters[param.name] = param
+            push((node.body, inner, ()))  # the body runs when called, not here
+            return _param_expressions(node.args)
+        if kind is ast.ClassDef:
+            info = ClassInfo(node, scope, any(isinstance(s, _FUNCTIONS) and s.name == "__init__" for s in node.body))
+            scope.bind(node.name, info)
+            self.classes.append(info)
+            inner = Scope("class", scope, node)
+            for statement in reversed(node.body):
+                push((statement, inner, contexts))
+            return [*node.decorator_list, *node.bases, *node.keywords]
+        if kind in _COMPREHENSIONS:
+            inner = Scope("comprehension", scope, node)
+            elements = [node.key, node.value] if kind is ast.DictComp else [node.elt]
+            for item in reversed([*elements, *node.generators]):
+                push((item, inner, contexts))
+            return None
+        if kind is ast.comprehension:
+            _bind_target(node.target, LOCAL, scope)
+            return [node.target, node.iter, *node.ifs]
+        if kind is ast.ExceptHandler:
+            if node.name:
+                scope.bind(node.name, LOCAL)
+            return [node.type, *node.body] if node.type is not None else node.body
+        if kind is ast.Global:
+            scope.global_names.update(node.names)
+            return None
+        if kind is ast.Import:
+            for alias in node.names:
+                if alias.asname is not None:
+                    scope.bind(alias.asname, Import(alias.name))
+                else:
+                    top = alias.name.split(".")[0]
+                    scope.bind(top, Import(top))
+            return None
+        if kind is ast.ImportFrom:
+            module = self._absolute(node.level or 0, node.module or "")
+            for alias in node.names:
+                if alias.name == "*":
+                    scope.star_imports.append(module)
+                    continue
+                sep = "" if module.endswith(".") else "."
+                scope.bind(alias.asname or alias.name, Import(f"{module}{sep}{alias.name}" if module else alias.name))
+            return None
+        if kind is ast.Assign:
+            binding = _value_binding(node.value, scope)
+            for target in node.targets:
+                _bind_target(target, binding, scope)
+            return [*node.targets, node.value]
+        if kind is ast.AnnAssign:
+            if node.value is not None:
+                _bind_target(node.target, _value_binding(node.value, scope), scope)
+                return [node.target, node.annotation, node.value]
+            return [node.target, node.annotation]
+        if kind is ast.AugAssign:
+            _bind_target(node.target, LOCAL, scope)
+            return [node.target, node.value]
+        if kind is ast.NamedExpr:
+            target_scope = scope
+            while target_scope.kind == "comprehension" and target_scope.parent is not None:
+                target_scope = target_scope.parent  # PEP 572: the walrus binds in the enclosing function
+            if isinstance(node.target, ast.Name):
+                target_scope.bind(node.target.id, _value_binding(node.value, scope))
+            return [node.value]
+        if kind is ast.For or kind is ast.AsyncFor:
+            _bind_target(node.target, LOCAL, scope)
+            return [node.target, node.iter, *node.body, *node.orelse]
+        if kind is ast.With or kind is ast.AsyncWith:
+            inner_contexts = contexts + tuple(("with", item.context_expr, scope) for item in node.items)
+            for statement in reversed(node.body):
+                push((statement, scope, inner_contexts))
+            out = []
+            for item in node.items:
+                out.append(item.context_expr)
+                if item.optional_vars is not None:
+                    _bind_target(item.optional_vars, LOCAL, scope)
+                    out.append(item.optional_vars)
+            return out
+        if kind is ast.MatchAs or kind is ast.MatchStar:
+            if node.name is not None:
+                scope.bind(node.name, LOCAL)
+        elif kind is ast.MatchMapping and node.rest is not None:
+            scope.bind(node.rest, LOCAL)
+        return list(ast.iter_child_nodes(node))
+
+
+def _param_expressions(args: ast.arguments) -> list[ast.expr]:
+    """Defaults and annotations: evaluated in the enclosing scope."""
+    out: list[ast.expr] = []
+    for arg in (*args.posonlyargs, *args.args, args.vararg, *args.kwonlyargs, args.kwarg):
+        if arg is not None and arg.annotation is not None:
+            out.append(arg.annotation)
+    out.extend(args.defaults)
+    out.extend(d for d in args.kw_defaults if d is not None)
+    return out
+
+
+def _bind_target(target: ast.expr, binding: Binding, scope: Scope) -> None:
+    stack = [(target, binding)]
+    while stack:
+        node, bound = stack.pop()
+        if isinstance(node, ast.Name):
+            scope.bind(node.id, bound)
+        elif isinstance(node, (ast.Tuple, ast.List)):
+            stack.extend((element, LOCAL) for element in node.elts)
+        elif isinstance(node, ast.Starred):
+            stack.append((node.value, LOCAL))
+        # Attributes and subscripts bind no name.
+
+
+def _value_binding(value: ast.expr, scope: Scope) -> Binding:
+    if isinstance(value, (ast.Tuple, ast.List, ast.Dict)):
+        return Collection(value, scope)
+    if dotted_name(value) is not None:
+        return Alias(value, scope)
+    return Value(value, scope)
 
 
 class Resolver:
-    """Answers "which qualified names may this expression hold?" after a ScopeBuilder pass."""
+    """Answers "which qualified names may this expression hold?" after a ScopeBuilder pass.
 
-    def __init__(self, builder: ScopeBuilder, base_of_class) -> None:
+    `external(qualified_name)` (the project index) maps a name imported from another module of the
+    checked tree to what it is there: e.g. `pkg.layers.Upsample` -> `torch.nn.Upsample` for a subclass.
+    """
+
+    def __init__(self, builder: ScopeBuilder, base_of_class, external=None) -> None:
         self._builder = builder
         # Called with a ClassInfo; returns the qualified names that class stands for (for a
         # subclass of a known API, that API), or an empty set.
         self._base_of_class = base_of_class
+        self._external = external
 
     def lookup(self, name: str, scope: Scope) -> list[Binding] | None:
         start = scope
@@ -415,33 +390,44 @@ class Resolver:
             scope = scope.parent
         return None
 
-    def qualified_names(self, node: cst.BaseExpression, scope: Scope, depth: int = 0) -> set[str]:
+    def qualified_names(self, node: ast.expr, scope: Scope, depth: int = 0) -> set[str]:
         if depth > _MAX_ALIAS_DEPTH:
             return set()
-        if isinstance(node, cst.Attribute):
-            return {f"{q}.{node.attr.value}" for q in self.qualified_names(node.value, scope, depth)}
-        if not isinstance(node, cst.Name):
+        attrs: list[str] = []
+        while isinstance(node, ast.Attribute):
+            attrs.append(node.attr)
+            node = node.value
+        if not isinstance(node, ast.Name):
             return set()
-        bindings = self.lookup(node.value, scope)
+        suffix = "".join(f".{a}" for a in reversed(attrs))
+        bindings = self.lookup(node.id, scope)
         if bindings is None:
-            return {f"builtins.{node.value}"}
+            return {f"builtins.{node.id}{suffix}"}
         out: set[str] = set()
         for binding in bindings:
             if isinstance(binding, Import):
-                out.add(binding.qualified_name)
+                out.add(binding.qualified_name + suffix)
+                if self._external is not None:
+                    out |= {name + suffix for name in self._external(binding.qualified_name, depth + 1)}
             elif isinstance(binding, Alias):
-                out |= self.qualified_names(binding.expression, binding.scope, depth + 1)
+                out |= {n + suffix for n in self.qualified_names(binding.expression, binding.scope, depth + 1)}
             elif isinstance(binding, ClassInfo):
-                out |= self._base_of_class(binding, depth + 1)
+                if not suffix:
+                    out |= self._base_of_class(binding, depth + 1)
+                if binding.scope.kind == "module" and self._builder.module:
+                    out.add(f"{self._builder.module}.{node.id}{suffix}")
+            elif isinstance(binding, FunctionInfo) and binding.scope.kind == "module" and self._builder.module:
+                out.add(f"{self._builder.module}.{node.id}{suffix}")
         return out
 
-    def parameter(self, name: str, scope: Scope) -> tuple[cst.Param, Scope] | None:
+    def parameter(self, name: str, scope: Scope) -> tuple[Param, Scope] | None:
         """The function parameter that `name` refers to at `scope`, if it is one."""
         while scope is not None:
             if scope.kind == "function":
                 if name in scope.parameters:
                     bindings = scope.bindings.get(name, [])
-                    if all(b is LOCAL for b in bindings):
+                    # Rebound to a computed value (`k = operator.index(k)`): still the parameter's value.
+                    if all(b is LOCAL or isinstance(b, Value) for b in bindings):
                         return scope.parameters[name], scope
                     return None
                 if name in scope.bindings:

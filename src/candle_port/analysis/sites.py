@@ -8,14 +8,13 @@ A site is a call that resolves to one of the APIs in apis.py under any import fo
 
 from __future__ import annotations
 
+import ast
 from dataclasses import dataclass, field
-
-import libcst as cst
 
 from candle_port.analysis.apis import APIS_BY_QUALIFIED_NAME, PARTIAL_QUALIFIED_NAMES, Api
 from candle_port.analysis.grad_mode import no_grad_reason
-from candle_port.analysis.names import ClassInfo, Collection, Resolver, Scope, ScopeBuilder, dotted_name
-from candle_port.analysis.values import Value, code_of, evaluate, omitted, partial_literals
+from candle_port.analysis.names import ClassInfo, Collection, Import, Param, Resolver, Scope, ScopeBuilder, all_params, dotted_name
+from candle_port.analysis.values import Source, Value, code_of, evaluate, omitted, partial_literals
 
 _DEFAULTS = {
     "size": None,
@@ -27,40 +26,54 @@ _DEFAULTS = {
 }
 
 
-@dataclass
+@dataclass(eq=False)
 class Site:
     """One call of an upsampling/sampling API, with its arguments bound to parameter names."""
 
-    call: cst.Call
+    call: ast.Call
     api: Api
     qualified_name: str
     # "call", "partial" (functools.partial of the API), "subclass" (local nn.Upsample subclass),
     # "chosen" (a layer class indexed out of a literal collection at run time: `POOLS[dim - 1](...)`),
-    # "picked" (the same with a literal index: decided)
+    # "picked" (the same with a literal index: decided), "wrapper" (a call of a project function or
+    # class that passes one of its parameters through to the API's mode: `resize(x, mode='bilinear')`)
     kind: str
     scope: Scope
     resolver: Resolver
-    arguments: dict[str, cst.Arg] = field(default_factory=dict)
+    arguments: dict[str, ast.expr] = field(default_factory=dict)
     star_args: bool = False
     star_kwargs: bool = False
     subclass: ClassInfo | None = None
     # `with torch.no_grad()` / `@torch.inference_mode()` when the call runs with gradients off (grad_mode.py).
     no_grad: str | None = None
     chosen_from: str | None = None  # `POOLS[dim - 1]`, for kinds "chosen" and "picked"
+    source: Source | None = None
+    lookup: object = None  # decides names from the project index (values.Lookup)
+    # kind "wrapper": the wrapper's qualified name, and the mode its default gives when not passed.
+    wrapper: str = ""
+    wrapper_default: tuple | None = None
+    subclass_name: str = ""
 
     def value(self, name: str) -> Value:
         """The static value of parameter `name` at this site (bound, implied or default)."""
         if name in self.api.implied:
             return omitted(self.api.implied[name])
+        if self.kind == "wrapper":
+            arg = self.arguments.get(name)
+            if arg is not None:
+                return evaluate(arg, self.source, self.lookup)
+            if name == "mode" and self.wrapper_default is not None:
+                return Value(True, self.wrapper_default, source=f"{self.wrapper}'s default", omitted=True)
+            return Value(False, (), source=f"inside {self.wrapper}")
         own_init = self.subclass is not None and self.subclass.defines_init
         if own_init and self.api.family not in ("interpolate", "grid_sample"):
             # A pooling/conv subclass with its own __init__: its arguments are not the API's.
-            return Value(False, (), source=f"{self.subclass.node.name.value}.__init__")
+            return Value(False, (), source=f"{self.subclass.node.name}.__init__")
         arg = self.arguments.get(name)
         if arg is not None:
-            return evaluate(arg.value)
+            return evaluate(arg, self.source, self.lookup)
         if name == "mode" and own_init:
-            return Value(False, (), source=f"{self.subclass.node.name.value}.__init__")
+            return Value(False, (), source=f"{self.subclass.node.name}.__init__")
         if self.star_kwargs or (self.star_args and name in self.api.params):
             return Value(False, (), source="*args/**kwargs")
         default = self.api.default_mode if name == "mode" else self.api.defaults.get(name, _DEFAULTS.get(name))
@@ -75,7 +88,7 @@ class Site:
         mode = self.mode
         if mode.known:
             return list(mode.candidates)
-        return partial_literals(mode.node)
+        return partial_literals(mode.node, self.lookup)
 
     def describe_dynamic(self, name: str) -> str:
         """Where an unknown argument comes from, in words, with a literal default when there is one."""
@@ -83,61 +96,90 @@ class Site:
         node = value.node
         if node is None:
             return f"`{value.source}`"
-        if isinstance(node, cst.Name):
-            found = self.resolver.parameter(node.value, self.scope)
+        if isinstance(node, ast.Name):
+            found = self.resolver.parameter(node.id, self.scope)
             if found is not None:
                 param, scope = found
-                return f"`{node.value}`, a parameter of `{_scope_name(scope)}`{_default_text(param)}"
-        if isinstance(node, cst.Attribute) and dotted_name(node) == f"self.{node.attr.value}":
-            origin = _attribute_origin(node.attr.value, self.scope)
+                return f"`{node.id}`, a parameter of `{_scope_name(scope)}`{_default_text(param, self.source)}"
+        if isinstance(node, ast.Attribute) and dotted_name(node) == f"self.{node.attr}":
+            origin = _attribute_origin(node.attr, self.scope, self.source)
             if origin:
-                return f"`self.{node.attr.value}`, {origin}"
+                return f"`self.{node.attr}`, {origin}"
         return f"`{value.source}`"
-
-    def line_span(self) -> tuple[cst.CSTNode, cst.CSTNode]:
-        return self.call, self.call
 
 
 @dataclass
 class Scan:
-    """The sites of a module, and every call in it in source order (for positions.py)."""
+    """The sites of a module, and the scope analysis they came from."""
 
     sites: list[Site]
-    calls: list[cst.Call]
+    builder: ScopeBuilder | None = None
+    resolver: Resolver | None = None
+    tree: ast.Module | None = None
+    source: Source | None = None
+    summary: object = None  # index.ModuleSummary: what this module exports to the project index
+    refs: set = field(default_factory=set)  # index.external_refs
 
 
-def find_sites(module: cst.Module) -> list[Site]:
-    """Every site in `module`, in source order."""
-    return scan_module(module).sites
+def find_sites(tree: ast.Module, text: str = "") -> list[Site]:
+    """Every site in `tree`, in source order."""
+    return scan_module(tree, text).sites
 
 
-def scan_module(module: cst.Module) -> Scan:
-    builder = ScopeBuilder().build(module)
-    resolver = Resolver(builder, lambda info, depth: _class_bases(info, resolver, depth))
+def scan_module(tree: ast.Module, text: str = "", index=None, package: str = "", module: str = "", path: str = "") -> Scan:
+    """Every site of the module, in source order.
+
+    `index` (analysis/index.py) holds what other modules of the checked tree define: module
+    constants, enum members, subclasses and wrappers of the APIs; the module's own are added here.
+    `package` resolves relative imports; `module` is this module's qualified name.
+    """
+    from candle_port.analysis.index import ProjectIndex, external_refs, summarize
+
+    module = module or "__main__"
+    source = Source(text)
+    builder = ScopeBuilder(package, module).build(tree)
+    holder: list = [index]
+    resolver = Resolver(
+        builder,
+        lambda info, depth: _class_bases(info, resolver, depth),
+        lambda name, depth: holder[0].external_names(name, depth) if holder[0] is not None else set(),
+    )
     sites: list[Site] = []
+    plain: list[tuple[ast.Call, Scope]] = []
     for call, scope in builder.calls:
         site = _site_for_call(call, scope, resolver)
-        found = [site] if site is not None else _chosen_sites(call, scope, resolver)
-        for site in found:
-            contexts = builder.call_contexts.get(call)
-            if contexts:
-                site.no_grad = no_grad_reason(contexts, resolver)
-            sites.append(site)
-    return Scan(sites, [call for call, _ in builder.calls])
+        found = [site] if site is not None else _chosen_sites(call, scope, resolver, source)
+        if not found:
+            plain.append((call, scope))
+        sites.extend(found)
+    summary = summarize(module, path, builder, resolver, sites)
+    local = holder[0] = (index or ProjectIndex([])).overlay(summary)
+    if local.wrappers:
+        for call, scope in plain:
+            sites.extend(local.wrapper_sites(call, scope, resolver, module))
+    for site in sites:
+        site.source = source
+        site.lookup = local.value_lookup(resolver, site.scope, module)
+        contexts = builder.call_contexts.get(site.call)
+        if contexts:
+            site.no_grad = no_grad_reason(contexts, resolver, source)
+    sites.sort(key=lambda s: (s.call.lineno, s.call.col_offset))
+    refs = external_refs(builder, resolver, module, sites, plain)
+    return Scan(sites, builder, resolver, tree, source, summary, refs)
 
 
 def _class_bases(info: ClassInfo, resolver: Resolver, depth: int) -> set[str]:
     """A local class stands for the API it subclasses (so constructing it is a site)."""
     out: set[str] = set()
     for base in info.node.bases:
-        for name in resolver.qualified_names(base.value, info.scope, depth):
+        for name in resolver.qualified_names(base, info.scope, depth):
             api = APIS_BY_QUALIFIED_NAME.get(name)
             if api is not None and api.is_module:
                 out.add(name)
     return out
 
 
-def _api_of(func: cst.BaseExpression, scope: Scope, resolver: Resolver) -> tuple[str, Api] | None:
+def _api_of(func: ast.expr, scope: Scope, resolver: Resolver) -> tuple[str, Api] | None:
     for name in sorted(resolver.qualified_names(func, scope)):
         api = APIS_BY_QUALIFIED_NAME.get(name)
         if api is not None:
@@ -145,31 +187,44 @@ def _api_of(func: cst.BaseExpression, scope: Scope, resolver: Resolver) -> tuple
     return None
 
 
-def _subclass_of(func: cst.BaseExpression, scope: Scope, resolver: Resolver) -> ClassInfo | None:
-    if isinstance(func, cst.Name):
-        for binding in resolver.lookup(func.value, scope) or ():
+def _subclass_of(func: ast.expr, scope: Scope, resolver: Resolver) -> ClassInfo | None:
+    if isinstance(func, ast.Name):
+        for binding in resolver.lookup(func.id, scope) or ():
             if isinstance(binding, ClassInfo):
                 return binding
     return None
 
 
-def _site_for_call(call: cst.Call, scope: Scope, resolver: Resolver) -> Site | None:
+def _imported_subclass(func: ast.expr, scope: Scope, resolver: Resolver) -> bool:
+    if not isinstance(func, ast.Name):
+        return False
+    bindings = resolver.lookup(func.id, scope) or ()
+    imports = [b for b in bindings if isinstance(b, Import)]
+    return bool(imports) and not any(b.qualified_name in APIS_BY_QUALIFIED_NAME for b in imports)
+
+
+def _site_for_call(call: ast.Call, scope: Scope, resolver: Resolver) -> Site | None:
     found = _api_of(call.func, scope, resolver)
     if found is not None:
         name, api = found
         site = Site(call, api, name, "call", scope, resolver, subclass=_subclass_of(call.func, scope, resolver))
         if site.subclass is not None:
             site.kind = "subclass"
-        _bind_arguments(site, call.args)
+            site.subclass_name = site.subclass.node.name
+        elif _imported_subclass(call.func, scope, resolver):
+            # A class from another module of the project that subclasses the API (project index).
+            site.kind = "subclass"
+            site.subclass_name = call.func.id
+        _bind_arguments(site, call.args, call.keywords)
         return site
-    if not call.args or call.args[0].keyword is not None or call.args[0].star:
+    if not call.args or isinstance(call.args[0], ast.Starred):
         return None
     if PARTIAL_QUALIFIED_NAMES & resolver.qualified_names(call.func, scope):
-        found = _api_of(call.args[0].value, scope, resolver)
+        found = _api_of(call.args[0], scope, resolver)
         if found is not None:
             name, api = found
             site = Site(call, api, name, "partial", scope, resolver)
-            _bind_arguments(site, call.args[1:])
+            _bind_arguments(site, call.args[1:], call.keywords)
             return site
     return None
 
@@ -178,21 +233,21 @@ def _site_for_call(call: cst.Call, scope: Scope, resolver: Resolver) -> Site | N
 _CHOSEN_FAMILIES = ("pool", "adaptive_pool", "conv_transpose", "volumetric")
 
 
-def _chosen_sites(call: cst.Call, scope: Scope, resolver: Resolver) -> list[Site]:
+def _chosen_sites(call: ast.Call, scope: Scope, resolver: Resolver, source: Source) -> list[Site]:
     """`POOLS[i](...)`, `{"max": nn.MaxPool2d}[k](...)`: one site per layer API the collection holds.
 
     A literal index picks its item (then the site is an ordinary call); any other index picks at
     run time, and each API it can pick is a site of kind "chosen".
     """
     func = call.func
-    if not isinstance(func, cst.Subscript) or len(func.slice) != 1 or not isinstance(func.slice[0].slice, cst.Index):
+    if not isinstance(func, ast.Subscript) or isinstance(func.slice, (ast.Slice, ast.Tuple)):
         return []
     found = _collection(func.value, scope, resolver)
     if found is None:
         return []
     collection, collection_scope = found
     items = _collection_items(collection)
-    index = evaluate(func.slice[0].slice.value)
+    index = evaluate(func.slice)
     if index.known and len(index.candidates) == 1:
         picked = [value for key, value in items if key == index.single]
         items = [(None, picked[0])] if len(picked) == 1 else []
@@ -210,119 +265,119 @@ def _chosen_sites(call: cst.Call, scope: Scope, resolver: Resolver) -> list[Site
             continue
         seen.add(api.name)
         site = Site(call, api, name, kind, scope, resolver)
-        site.chosen_from = code_of(func).strip()
-        _bind_arguments(site, call.args)
+        site.chosen_from = code_of(func, source).strip()
+        _bind_arguments(site, call.args, call.keywords)
         sites.append(site)
     return sites
 
 
-def _collection(node: cst.BaseExpression, scope: Scope, resolver: Resolver):
-    if isinstance(node, (cst.Tuple, cst.List, cst.Dict)):
+def _collection(node: ast.expr, scope: Scope, resolver: Resolver):
+    if isinstance(node, (ast.Tuple, ast.List, ast.Dict)):
         return node, scope
-    if isinstance(node, cst.Name):
-        bindings = resolver.lookup(node.value, scope) or []
+    if isinstance(node, ast.Name):
+        bindings = resolver.lookup(node.id, scope) or []
         if len(bindings) == 1 and isinstance(bindings[0], Collection):
             return bindings[0].expression, bindings[0].scope
     return None
 
 
-def _collection_items(collection) -> list[tuple[object, cst.BaseExpression]]:
+def _collection_items(collection) -> list[tuple[object, ast.expr]]:
     """(key, value) pairs: the position for a tuple/list, the literal key (or None) for a dict."""
-    if isinstance(collection, cst.Dict):
+    if isinstance(collection, ast.Dict):
         out = []
-        for element in collection.elements:
-            if isinstance(element, cst.DictElement):
-                key = evaluate(element.key)
-                out.append((key.single if key.known else None, element.value))
+        for key_node, value in zip(collection.keys, collection.values):
+            if key_node is None:
+                continue  # `**other`
+            key = evaluate(key_node)
+            out.append((key.single if key.known else None, value))
         return out
-    return [(i, element.value) for i, element in enumerate(collection.elements) if isinstance(element, cst.Element)]
+    return [(i, element) for i, element in enumerate(collection.elts) if not isinstance(element, ast.Starred)]
 
 
-def _bind_arguments(site: Site, args) -> None:
+def _bind_arguments(site: Site, args, keywords) -> None:
     position = 0
     for arg in args:
-        if arg.star == "*":
+        if isinstance(arg, ast.Starred):
             site.star_args = True
-        elif arg.star == "**":
+            continue
+        if position < len(site.api.params):
+            site.arguments[site.api.params[position]] = arg
+        position += 1
+    for keyword in keywords:
+        if keyword.arg is None:
             site.star_kwargs = True
-        elif arg.keyword is not None:
-            site.arguments[arg.keyword.value] = arg
         else:
-            if position < len(site.api.params):
-                site.arguments[site.api.params[position]] = arg
-            position += 1
+            site.arguments[keyword.arg] = keyword.value
 
 
 def _scope_name(scope: Scope) -> str:
     node = scope.node
-    if isinstance(node, cst.FunctionDef):
-        return node.name.value
+    if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        return node.name
     return "<lambda>"
 
 
-def _default_text(param: cst.Param) -> str:
+def _default_text(param: Param, source: Source | None) -> str:
     if param.default is None:
         return ", no default"
-    value = evaluate(param.default)
+    value = evaluate(param.default, source)
     if value.known:
-        return f", default {code_of(param.default).strip()}"
-    return f", default `{code_of(param.default).strip()}`"
+        return f", default {value.source.strip()}"
+    return f", default `{value.source.strip()}`"
 
 
-def _enclosing_class(scope: Scope | None) -> cst.ClassDef | None:
+def _enclosing_class(scope: Scope | None) -> ast.ClassDef | None:
     while scope is not None:
-        if scope.kind == "class" and isinstance(scope.node, cst.ClassDef):
+        if scope.kind == "class" and isinstance(scope.node, ast.ClassDef):
             return scope.node
         scope = scope.parent
     return None
 
 
-def _attribute_origin(attribute: str, scope: Scope) -> str | None:
+def self_assignments(cls: ast.ClassDef, attribute: str | None = None):
+    """(method, attribute, value) for each `self.<attribute> = value` in the methods of `cls`
+    (not in nested classes), in source order."""
+    found = []
+    for method in cls.body:
+        if not isinstance(method, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            continue
+        stack = list(reversed(method.body))
+        while stack:
+            node = stack.pop()
+            if isinstance(node, (ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
+                continue
+            if isinstance(node, (ast.Assign, ast.AnnAssign)) and node.value is not None:
+                targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+                for target in targets:
+                    if (
+                        isinstance(target, ast.Attribute)
+                        and isinstance(target.value, ast.Name)
+                        and target.value.id == "self"
+                        and (attribute is None or target.attr == attribute)
+                    ):
+                        found.append((method, target.attr, node.value))
+            if isinstance(node, ast.stmt):
+                stack.extend(reversed([c for c in ast.iter_child_nodes(node) if isinstance(c, (ast.stmt, ast.excepthandler, ast.match_case))]))
+            elif isinstance(node, (ast.excepthandler, ast.match_case)):
+                stack.extend(reversed(node.body))
+    return found
+
+
+def _attribute_origin(attribute: str, scope: Scope, source: Source | None) -> str | None:
     """How `self.<attribute>` gets its value in the enclosing class, in words."""
     cls = _enclosing_class(scope)
     if cls is None:
         return None
-    finder = _SelfAssignments(attribute)
-    cls.visit(finder)
-    if not finder.found:
+    found = self_assignments(cls, attribute)
+    if not found:
         return None
     parts = []
-    for method, value in finder.found:
-        params = _params_by_name(method)
-        if isinstance(value, cst.Name) and value.value in params:
+    for method, _attr, value in found:
+        params = {p.name: p for p in all_params(method.args)}
+        if isinstance(value, ast.Name) and value.id in params:
             parts.append(
-                f"set in {method.name.value} from parameter `{value.value}`{_default_text(params[value.value])}"
+                f"set in {method.name} from parameter `{value.id}`{_default_text(params[value.id], source)}"
             )
         else:
-            parts.append(f"set in {method.name.value} to `{code_of(value).strip()}`")
+            parts.append(f"set in {method.name} to `{code_of(value, source).strip()}`")
     return "; ".join(parts)
-
-
-def _params_by_name(method: cst.FunctionDef) -> dict[str, cst.Param]:
-    p = method.params
-    return {param.name.value: param for param in (*p.posonly_params, *p.params, *p.kwonly_params)}
-
-
-class _SelfAssignments(cst.CSTVisitor):
-    def __init__(self, attribute: str) -> None:
-        self.attribute = attribute
-        self.found: list[tuple[cst.FunctionDef, cst.BaseExpression]] = []
-        self._methods: list[cst.FunctionDef] = []
-
-    def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
-        self._methods.append(node)
-
-    def leave_FunctionDef(self, original_node: cst.FunctionDef) -> None:
-        self._methods.pop()
-
-    def visit_ClassDef(self, node: cst.ClassDef) -> bool:
-        return not self._methods  # only the outer class, not nested ones
-
-    def visit_Assign(self, node: cst.Assign) -> None:
-        for target in node.targets:
-            if self._methods and dotted_name(target.target) == f"self.{self.attribute}":
-                self.found.append((self._methods[-1], node.value))
-
-    def visit_AnnAssign(self, node: cst.AnnAssign) -> None:
-        if node.value is not None and self._methods and dotted_name(node.target) == f"self.{self.attribute}":
-            self.found.append((self._methods[-1], node.value))

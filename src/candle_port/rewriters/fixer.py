@@ -14,14 +14,15 @@ text is left unchanged and the result carries an error.
 from __future__ import annotations
 
 import ast
+import dataclasses
 import sys
 from dataclasses import dataclass, field
 
 import libcst as cst
 
-from candle_port.analysis.positions import call_positions
+from candle_port.analysis.names import ClassInfo
 from candle_port.analysis.sites import Site, scan_module
-from candle_port.checker import findings_for_scan, harmless_without_gradients, parse
+from candle_port.checker import findings_for_scan, harmless_without_gradients, parse, parse_cst, site_position
 from candle_port.config import Config
 from candle_port.findings import FileError
 from candle_port.prefilter import may_hold_sites
@@ -116,17 +117,25 @@ def fix_text(
     result = FixResult(path, strategy, text, text)
     if not may_hold_sites(text):
         return result
-    module = parse(text, path)
-    if isinstance(module, FileError):
-        result.error = module
+    tree = parse(text, path)
+    if isinstance(tree, FileError):
+        if tree.reason.startswith("syntax error") and not isinstance(parse_cst(text, path), FileError):
+            # libcst reads newer syntax than the running Python compiles: not the user's error.
+            version = ".".join(map(str, sys.version_info[:2]))
+            tree = FileError(
+                path, f"Python {version} cannot compile this file (newer syntax?); run port-fix under the Python the code targets; left unchanged"
+            )
+        result.error = tree
         return result
-    scan = scan_module(module)
+    scan = scan_module(tree, text)
+    # A call of a wrapper is reported where it passes its mode; the wrapper is rewritten, not the call.
+    scan.sites = [site for site in scan.sites if site.kind != "wrapper"]
     if not scan.sites:
         return result
     considered = strategies.CONSIDERED_CODES
-    all_findings = findings_for_scan(module, scan, text, path, config)
+    all_findings = [f for f in findings_for_scan(scan, text, path, config) if not f.wrapper]
     findings = [f for f in all_findings if f.code in considered]
-    positions = call_positions(module, text, scan.calls, [site.call for site in scan.sites])
+    positions = {site.call: site_position(site) for site in scan.sites}
     by_position: dict[tuple[int, int], list[str]] = {}
     for finding in findings:
         by_position.setdefault((finding.line, finding.column), []).append(finding.code)
@@ -152,7 +161,7 @@ def fix_text(
         reason = chosen.refusal(site)
         if reason is None and not set(codes) <= set(chosen.fixed_codes):
             reason = f"the {strategy} strategy does not fix {code}"
-        if reason is None and site.kind == "subclass" and strategies.subclass_base(site) is None:
+        if reason is None and site.kind == "subclass" and _subclass_base(site) is None:
             reason = f"cannot locate the nn.{site.api.name} base class of this subclass; rewrite it by hand"
         if reason is not None:
             result.refused.append(Refused(code, line, column, reason))
@@ -165,7 +174,18 @@ def fix_text(
     if not planned:
         return result
 
-    new_text = _rewrite(module, text, scan.calls, planned, strategy, vendored_module, result, fast)
+    module = parse_cst(text, path)  # libcst only here: a file with sites to rewrite
+    if isinstance(module, FileError):
+        result.error = module
+        result.fixed.clear()
+        return result
+    try:
+        new_text = _rewrite(module, tree, text, planned, strategy, vendored_module, result, fast)
+    except _Unlocated as exc:
+        result.error = FileError(path, f"internal error, file left unchanged: libcst has no node for the {exc}")
+        result.fixed.clear()
+        result.import_added = None
+        return result
     problem = _verify(new_text, path, config, strategy, result)
     if problem is not None and not _compiles(text, path):
         # libcst reads newer syntax than the running Python compiles: not a port-fix bug.
@@ -196,7 +216,85 @@ def _list_unfixable(findings, result: FixResult) -> None:
         result.unfixable.append(Unfixable(finding.code, finding.line, finding.column, reason))
 
 
-def _rewrite(module: cst.Module, text: str, all_calls, planned, strategy: str, vendored_module, result: FixResult, fast: bool) -> str:
+def _subclass_base(site: Site) -> tuple[ast.ClassDef, int] | None:
+    """The local class and the index of its base that is the torch API (through local subclasses)."""
+    info: ClassInfo | None = site.subclass
+    seen: set[int] = set()
+    while info is not None and id(info) not in seen:
+        seen.add(id(info))
+        next_info = None
+        for index, base in enumerate(info.node.bases):
+            if site.qualified_name not in site.resolver.qualified_names(base, info.scope):
+                continue
+            local = None
+            if isinstance(base, ast.Name):
+                bindings = site.resolver.lookup(base.id, info.scope) or ()
+                local = next((b for b in bindings if isinstance(b, ClassInfo)), None)
+            if local is None:
+                return info.node, index
+            next_info = local
+            break
+        info = next_info
+    return None
+
+
+class _CstNodes:
+    """The libcst node at each ast site: calls by their callee's span, classes by name and line.
+
+    One analysis: the sites are the ast ones port-check reports; libcst only locates them to rewrite.
+    """
+
+    def __init__(self, module: cst.Module, text: str) -> None:
+        from libcst.metadata import MetadataWrapper, PositionProvider
+
+        from candle_port.analysis.values import Source
+
+        self.source = Source(text)
+        wrapper = MetadataWrapper(module, unsafe_skip_copy=True)
+        positions = wrapper.resolve(PositionProvider)
+        self.calls: dict[tuple, cst.Call] = {}
+        self.classes: dict[tuple, cst.ClassDef] = {}
+        for node, where in positions.items():
+            if isinstance(node, cst.Call):
+                func = positions[node.func]
+                self.calls[(func.start.line, func.start.column, func.end.line, func.end.column)] = node
+            elif isinstance(node, cst.ClassDef):
+                self.classes[(node.name.value, positions[node.name].start.line)] = node
+
+    def _key(self, node: ast.AST) -> tuple:
+        src = self.source
+        return (
+            node.lineno,
+            src.column(node.lineno, node.col_offset),
+            node.end_lineno,
+            src.column(node.end_lineno, node.end_col_offset),
+        )
+
+    def call(self, call: ast.Call) -> cst.Call | None:
+        return self.calls.get(self._key(call.func))
+
+    def classdef(self, node: ast.ClassDef) -> cst.ClassDef | None:
+        return self.classes.get((node.name, node.lineno))
+
+
+def _cst_site(site: Site, call: cst.Call) -> Site:
+    """The site with its call and bound arguments as libcst nodes, for the strategies."""
+    arguments: dict[str, cst.Arg] = {}
+    position = 0
+    args = call.args[1:] if site.kind == "partial" else call.args
+    for arg in args:
+        if arg.star:
+            continue
+        if arg.keyword is not None:
+            arguments[arg.keyword.value] = arg
+            continue
+        if position < len(site.api.params):
+            arguments[site.api.params[position]] = arg
+        position += 1
+    return dataclasses.replace(site, call=call, arguments=arguments)
+
+
+def _rewrite(module: cst.Module, tree: ast.Module, text: str, planned, strategy: str, vendored_module, result: FixResult, fast: bool) -> str:
     chosen = strategies.get(strategy)
     target = chosen.target(vendored_module)
     alias = None
@@ -211,27 +309,38 @@ def _rewrite(module: cst.Module, text: str, all_calls, planned, strategy: str, v
             (site.call, site.kind == "partial", f"{alias}.{chosen.replacement_name(site)}")
             for site, _ in planned
         ]
-        spliced = splice(text, all_calls, edits, import_line)
+        spliced = splice(text, tree, edits, import_line)
         if spliced is not None:
             result.import_added = import_line
             return spliced
+    nodes = _CstNodes(module, text)
     calls: dict[int, Site] = {}
     bases: dict[int, tuple[cst.ClassDef, dict[int, cst.BaseExpression]]] = {}
     for site, _ in planned:
         if site.kind == "subclass":
-            found = strategies.subclass_base(site)
+            found = _subclass_base(site)
             assert found is not None
-            classdef, index = found
+            node, index = found
+            classdef = nodes.classdef(node)
+            if classdef is None:
+                raise _Unlocated(f"class {node.name} at line {node.lineno}")
             new = strategies.callee(alias, chosen.replacement_name(site))
             bases.setdefault(id(classdef), (classdef, {}))[1][index] = new
         else:
-            calls[id(site.call)] = site
+            call = nodes.call(site.call)
+            if call is None:
+                raise _Unlocated(f"call at line {site.call.lineno}")
+            calls[id(call)] = _cst_site(site, call)
     transformer = _Transformer(calls, bases, chosen, alias)
     new_module = module.visit(transformer)
     if target is not None and transformer.used_target and imports.existing_alias(module, target.module) is None:
         new_module = imports.add_import(new_module, target.module, alias)
         result.import_added = f"import {target.module} as {alias}"
     return new_module.code
+
+
+class _Unlocated(Exception):
+    """An ast site that libcst's tree has no node for at the same place (should not happen)."""
 
 
 class _Transformer(cst.CSTTransformer):
@@ -271,13 +380,15 @@ def _verify(new_text: str, path: str, config: Config, strategy: str, result: Fix
         compile(new_text, path, "exec", ast.PyCF_ONLY_AST, dont_inherit=True)
     except (SyntaxError, ValueError) as exc:
         return f"the rewrite does not parse ({exc})"
-    module = parse(new_text, path)
-    if isinstance(module, FileError):
-        return f"the rewrite does not parse ({module.reason})"
+    tree = parse(new_text, path)
+    if isinstance(tree, FileError):
+        return f"the rewrite does not parse ({tree.reason})"
     from candle_port.checker import check_module
 
     fixed_codes = set(strategies.get(strategy).fixed_codes)
-    remaining = {(f.line, f.column) for f in check_module(module, new_text, path, config) if f.code in fixed_codes}
+    remaining = {
+        (f.line, f.column) for f in check_module(tree, new_text, path, config) if f.code in fixed_codes and not f.wrapper
+    }
     kept = (*result.refused, *(s for s in result.skipped if s.no_grad), *result.unfixable)
     allowed = sum(1 for r in kept if set(r.code.split(",")) & fixed_codes)
     if len(remaining) > allowed:

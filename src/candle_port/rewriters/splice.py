@@ -2,10 +2,9 @@
 
 Re-generating a module through a libcst transformer rebuilds every node (about as costly as the
 parse itself). When only callees change, the new text is the old text with a few spans replaced:
-the span of each call's callee (or a functools.partial's first argument), taken from Python's
-`ast`, plus one import line. Calls are matched to the libcst sites the same way
-analysis/positions.py does (source order, checked by the callee's dotted name); anything that does
-not line up returns None and the caller falls back to the libcst transformer. The result is
+the span of each call's callee (or a functools.partial's first argument), taken from the `ast`
+sites port-check reported, plus one import line. Anything unusual (a callee written across lines
+or with comments) returns None and the caller falls back to the libcst transformer. The result is
 verified by the fixer like any other rewrite.
 """
 
@@ -14,10 +13,7 @@ from __future__ import annotations
 import ast
 import re
 
-import libcst as cst
-
-from candle_port.analysis.names import dotted_name
-from candle_port.analysis.positions import align_calls, ast_dotted
+from candle_port.analysis.names import ast_dotted
 
 _LINE_END = re.compile(r"\r\n|\r|\n")
 
@@ -41,24 +37,19 @@ class _Lines:
 
 def splice(
     text: str,
-    all_calls: list[cst.Call],
-    edits: list[tuple[cst.Call, bool, str]],
+    tree: ast.Module,
+    edits: list[tuple[ast.Call, bool, str]],
     import_line: str | None,
 ) -> str | None:
     """`text` with each edit applied, or None when the fast path cannot be sure.
 
-    edits: (libcst call, is_partial, replacement callee text). import_line: the statement to add.
+    edits: (ast call of the site, is_partial, replacement callee text). import_line: the statement to add.
     """
-    aligned = align_calls(text, all_calls, [call for call, _partial, _replacement in edits])
-    if aligned is None:
-        return None
-    tree, nodes = aligned
     lines = _Lines(text)
     spans: list[tuple[int, int, str]] = []
-    for call, is_partial, replacement in edits:
-        node = nodes[call]
+    for node, is_partial, replacement in edits:
         if is_partial:
-            if not node.args or ast_dotted(node.args[0]) != dotted_name(call.args[0].value):
+            if not node.args:
                 return None
             target = node.args[0]
         else:

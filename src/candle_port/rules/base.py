@@ -54,16 +54,18 @@ def describe_call(site: Site) -> str:
     if site.api.family not in ("interpolate", "grid_sample"):
         if site.api.is_module:
             shown = f"nn.{site.api.name}"
-            if site.kind == "subclass" and site.subclass is not None:
-                shown = f"{site.subclass.node.name.value} (a subclass of {shown})"
+            if site.kind == "subclass" and site.subclass_name:
+                shown = f"{site.subclass_name} (a subclass of {shown})"
         elif site.qualified_name.startswith("torch.nn.functional."):
             shown = f"F.{site.api.name}"
         else:
             shown = site.qualified_name
-    elif site.kind == "subclass" and site.subclass is not None:
-        shown = f"{site.subclass.node.name.value} (a subclass of nn.Upsample)"
+    elif site.kind == "subclass" and site.subclass_name:
+        shown = f"{site.subclass_name} (a subclass of nn.Upsample)"
     elif site.api.family == "grid_sample" or not site.api.is_module:
         shown = f"F.{site.api.name}"
     else:
         shown = f"nn.{site.api.name}"
+    if site.kind == "wrapper":
+        return f"{site.wrapper.rsplit('.', 1)[-1]} -> {shown}"
     return prefix + shown

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-import libcst as cst
+import ast
 
 from candle_port.analysis.sites import Site
 from candle_port.analysis.values import Value, evaluate
@@ -46,9 +46,9 @@ def parameter_default(site: Site, name: str) -> tuple[bool, object]:
     """(True, d) when the argument is a bare parameter of the enclosing function whose default is the
     literal d (`def __init__(self, k=5): nn.MaxPool2d(k, 1)`): the value unless a caller passes another."""
     node = site.value(name).node
-    if not isinstance(node, cst.Name):
+    if not isinstance(node, ast.Name):
         return False, None
-    found = site.resolver.parameter(node.value, site.scope)
+    found = site.resolver.parameter(node.id, site.scope)
     if found is None or found[0].default is None:
         return False, None
     return literal(evaluate(found[0].default))

@@ -8,7 +8,10 @@ interface the fixer, port-check's rule listing and the tests use.
 
 from __future__ import annotations
 
-import libcst as cst
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # libcst only where a file is rewritten: port-check imports these refusals
+    import libcst as cst
 
 from candle_port.analysis.sites import Site
 from candle_port.rewriters.strategies.base import (
@@ -20,7 +23,6 @@ from candle_port.rewriters.strategies.base import (
     callee,
     integer_scale,
     rebinding,
-    subclass_base,
     swap_base,
     swap_callee,
 )
@@ -91,7 +93,6 @@ __all__ = [
     "rebinding",
     "replacement_name",
     "rewrite_call",
-    "subclass_base",
     "swap_base",
     "swap_callee",
 ]

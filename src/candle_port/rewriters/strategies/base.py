@@ -8,12 +8,14 @@ port-fix (which refuses with the same reason) both ask the strategy, so they nev
 
 from __future__ import annotations
 
+import ast
 import math
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-import libcst as cst
+if TYPE_CHECKING:  # libcst only where a file is rewritten: port-check imports these refusals
+    import libcst as cst
 
-from candle_port.analysis.names import ClassInfo
 from candle_port.analysis.sites import Site
 
 RUNTIME_MODULE = "candle_port.runtime"
@@ -83,6 +85,8 @@ def common_refusal(site: Site) -> str | None:
     """The refusals every strategy shares: indexed layers, APIs without a drop-in, rebound names."""
     from candle_port.rewriters.strategies.runtime import has_drop_in
 
+    if site.kind == "wrapper":
+        return f"the call passes its mode to {site.wrapper}, where the API is rewritten"
     if site.kind in ("chosen", "picked"):
         return (
             f"the layer is indexed out of a collection ({site.chosen_from}); rewrite the collection by hand, "
@@ -108,10 +112,10 @@ def integer_scale(site: Site) -> int | None:
 
 
 def _callee_root(site: Site) -> str | None:
-    node = site.call.args[0].value if site.kind == "partial" and site.call.args else site.call.func
-    while isinstance(node, cst.Attribute):
+    node = site.call.args[0] if site.kind == "partial" and site.call.args else site.call.func
+    while isinstance(node, ast.Attribute):
         node = node.value
-    return node.value if isinstance(node, cst.Name) else None
+    return node.id if isinstance(node, ast.Name) else None
 
 
 def rebinding(site: Site) -> str | None:
@@ -143,8 +147,10 @@ def rebinding(site: Site) -> str | None:
 
 
 def _names_of(site: Site, binding) -> set[str]:
-    from candle_port.analysis.names import Alias, Import
+    from candle_port.analysis.names import Alias, Import, Value
 
+    if isinstance(binding, Value) and isinstance(binding.expression, ast.Constant) and binding.expression.value is None:
+        return {"builtins.None"}
     if isinstance(binding, Import):
         return {binding.qualified_name}
     if isinstance(binding, Alias):
@@ -156,6 +162,8 @@ def _names_of(site: Site, binding) -> set[str]:
 
 
 def callee(alias: str | None, attribute: str) -> cst.Attribute:
+    import libcst as cst
+
     assert alias is not None
     return cst.Attribute(value=cst.Name(alias), attr=cst.Name(attribute))
 
@@ -166,28 +174,6 @@ def swap_callee(site: Site, call: cst.Call, new_callee: cst.BaseExpression) -> c
         first = call.args[0].with_changes(value=new_callee)
         return call.with_changes(args=(first, *call.args[1:]))
     return call.with_changes(func=new_callee)
-
-
-def subclass_base(site: Site) -> tuple[cst.ClassDef, int] | None:
-    """The local class and the index of its base that is the torch API (through local subclasses)."""
-    info: ClassInfo | None = site.subclass
-    seen: set[int] = set()
-    while info is not None and id(info) not in seen:
-        seen.add(id(info))
-        next_info = None
-        for index, base in enumerate(info.node.bases):
-            if site.qualified_name not in site.resolver.qualified_names(base.value, info.scope):
-                continue
-            local = None
-            if isinstance(base.value, cst.Name):
-                bindings = site.resolver.lookup(base.value.value, info.scope) or ()
-                local = next((b for b in bindings if isinstance(b, ClassInfo)), None)
-            if local is None:
-                return info.node, index
-            next_info = local
-            break
-        info = next_info
-    return None
 
 
 def swap_base(classdef: cst.ClassDef, indices: set[int], new_bases: dict[int, cst.BaseExpression]) -> cst.ClassDef:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-import libcst as cst
+import ast
 
 from candle_port.analysis.sites import Site
 from candle_port.rewriters.strategies.base import integer_scale
@@ -23,7 +23,7 @@ def bilinear_refusal(strategy: str, site: Site) -> str | None:
     antialias = site.value("antialias")
     if not antialias.known or antialias.single not in (False, None):
         return "antialias must be False for this strategy"
-    if strategy == "nearest" and not site.api.accepts_mode and not isinstance(site.call.func, cst.Attribute):
+    if strategy == "nearest" and not site.api.accepts_mode and not isinstance(site.call.func, ast.Attribute):
         # UpsamplingBilinear2d -> UpsamplingNearest2d renames the attribute; a bare imported name
         # would need a new import of the nearest API.
         qualified = ("nn." if site.api.is_module else "F.") + site.api.name

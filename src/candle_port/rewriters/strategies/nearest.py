@@ -6,7 +6,10 @@ nearest backward needs it); the callee stays torch's, so nothing is imported.
 
 from __future__ import annotations
 
-import libcst as cst
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # libcst only where a file is rewritten: port-check imports these refusals
+    import libcst as cst
 
 from candle_port.analysis.sites import Site
 from candle_port.rewriters.strategies.base import Strategy
@@ -37,6 +40,8 @@ class Nearest(Strategy):
 
 
 def _nearest_string(node: cst.BaseExpression) -> cst.SimpleString:
+    import libcst as cst
+
     if isinstance(node, cst.SimpleString):
         quote = node.quote
         prefix = node.prefix.replace("b", "").replace("B", "")
@@ -49,6 +54,8 @@ def _index_of(original: cst.Call, arg: cst.Arg) -> int:
 
 
 def nearest_call(site: Site, original: cst.Call, call: cst.Call) -> cst.Call:
+    import libcst as cst
+
     """`mode='bilinear'` -> `mode='nearest'` and `align_corners` removed (torch rejects it for nearest)."""
     args = list(call.args)
     if site.api.accepts_mode:

@@ -1,0 +1,614 @@
+"""The project index: what the modules of the checked tree define, for names other modules import.
+
+Built from one summary per module (`summarize`, on the same `ast` pass that finds the module's
+sites), never by importing user code:
+
+- module constants: a name bound once at module level to a literal (str, number, tuple);
+- Enum members (`class Mode(str, Enum)`, `StrEnum`): `Mode.BILINEAR.value`, and the member itself
+  where it is a str;
+- classes that subclass a module API (`class Up(nn.Upsample)`), also through other project classes;
+- wrappers: functions and methods that pass one of their parameters through to the mode of an
+  interpolate or grid_sample API (directly, or through `self.<attribute>` set in `__init__`, or
+  through another wrapper: a wrapper of a wrapper).
+
+Imports are resolved within the tree: absolute (`pkg.mod.name`) and package-relative, through
+re-exports in `__init__` modules.
+"""
+
+from __future__ import annotations
+
+import ast
+import hashlib
+import json
+from dataclasses import asdict, dataclass, field
+
+from candle_port.analysis.apis import APIS_BY_QUALIFIED_NAME, Api
+from candle_port.analysis.names import ClassInfo, Collection, FunctionInfo, Import, Scope, Value, all_params, dotted_name
+from candle_port.analysis.values import literals_of
+
+_ENUM_BASES = {"enum.Enum", "enum.StrEnum", "enum.IntEnum", "enum.Flag", "enum.IntFlag"}
+_STR_ENUM_BASES = {"enum.StrEnum", "builtins.str"}
+_MAX_DEPTH = 8
+_WRAPPED_FAMILIES = ("interpolate", "grid_sample")
+
+
+@dataclass(frozen=True)
+class Wrapper:
+    """A function or class that passes its parameter `param` to the mode of the API `api`."""
+
+    name: str  # pkg.mod.func, pkg.mod.Class (called as Class(...): its __init__), pkg.mod.Class.method
+    params: tuple[str, ...]  # the parameters a caller passes by position (without self)
+    param: str
+    default: tuple | None  # the literal values of the parameter's default, None when it has none
+    api: str  # the API's qualified name
+    line: int  # the `def` line
+    path: str = ""
+    level: int = 1  # 1: calls the API; 2: calls a level-1 wrapper; ...
+
+
+@dataclass
+class ModuleSummary:
+    """What one module exports to the index (JSON-able, so it is cached with the file's result)."""
+
+    module: str
+    path: str = ""
+    constants: dict = field(default_factory=dict)  # name -> [values]
+    enums: dict = field(default_factory=dict)  # Class -> {"str": bool, "members": {MEMBER: value}}
+    imports: dict = field(default_factory=dict)  # name -> qualified name (module level, for re-exports)
+    classes: dict = field(default_factory=dict)  # Class -> [qualified base names]
+    wrappers: list = field(default_factory=list)  # Wrapper fields
+    # Candidate wrappers of wrappers: [function key, params, param, default, line, [callee names], keyword, position]
+    passes: list = field(default_factory=list)
+    stars: list = field(default_factory=list)  # modules it star-imports (re-exports)
+
+    def empty(self) -> bool:
+        return not (self.constants or self.enums or self.imports or self.classes or self.wrappers or self.passes or self.stars)
+
+    def to_json(self) -> dict:
+        return dict(vars(self))
+
+    @staticmethod
+    def from_json(raw: dict) -> "ModuleSummary":
+        return ModuleSummary(**raw)
+
+
+def module_name_of(path: str) -> tuple[str, str]:
+    """(module, package) of a file by the `__init__.py` files above it: `a/b/c.py` -> (`a.b.c`, `a.b`)."""
+    import os
+
+    directory, filename = os.path.split(os.path.abspath(path))
+    stem = filename[:-3] if filename.endswith(".py") else filename
+    parts = [] if stem == "__init__" else [stem]
+    package: list[str] = []
+    while os.path.isfile(os.path.join(directory, "__init__.py")):
+        directory, name = os.path.split(directory)
+        package.insert(0, name)
+        if not name:
+            break
+    module = ".".join(package + parts) or stem
+    return module, ".".join(package)
+
+
+# -- one module ---------------------------------------------------------------------------------
+
+
+def summarize(module: str, path: str, builder, resolver, sites) -> ModuleSummary:
+    """The module's exports, from its scope analysis and its (ast) sites."""
+    summary = ModuleSummary(module, path)
+    scope = builder.module_scope
+    for name, bindings in scope.bindings.items():
+        if len(bindings) != 1:
+            continue
+        binding = bindings[0]
+        if isinstance(binding, (Value, Collection)):
+            values = literals_of(binding.expression)
+            if values is not None and len(values) == 1 and _plain(values[0]):
+                summary.constants[name] = values
+        elif isinstance(binding, Import):
+            summary.imports[name] = binding.qualified_name
+    for info in builder.classes:
+        if info.scope is not scope:
+            continue
+        bases = sorted({n for base in info.node.bases for n in resolver.qualified_names(base, scope)})
+        bases += sorted(f"{module}.{base.id}" for base in info.node.bases if isinstance(base, ast.Name) and _local_class(base.id, scope))
+        if bases:
+            summary.classes[info.node.name] = bases
+        if set(bases) & _ENUM_BASES or any(_is_enum_class(b, summary) for b in bases):
+            members = {}
+            for statement in info.node.body:
+                if isinstance(statement, ast.Assign) and len(statement.targets) == 1 and isinstance(statement.targets[0], ast.Name):
+                    values = literals_of(statement.value)
+                    if values is not None and len(values) == 1 and _plain(values[0]):
+                        members[statement.targets[0].id] = values[0]
+            summary.enums[info.node.name] = {"str": bool(set(bases) & _STR_ENUM_BASES), "members": members}
+    for site in sites:
+        wrapper = _wrapper_of_site(site, module, path)
+        if wrapper is not None and all(w["name"] != wrapper.name or w["param"] != wrapper.param for w in summary.wrappers):
+            summary.wrappers.append(dict(vars(wrapper)))
+    summary.passes = _parameter_passes(builder, resolver, module)
+    summary.stars = list(scope.star_imports)
+    return summary
+
+
+def external_refs(builder, resolver, module: str, sites, plain) -> set[str]:
+    """What this module refers to that another module of the tree may define: `c:` callees of plain
+    calls and local class bases (a wrapper, a subclass of an API), `v:` names used as site arguments
+    (a constant, an enum member)."""
+    refs: set[str] = set()
+    own = module + "."
+
+    def keep(name: str) -> bool:
+        return not name.startswith(own) and not name.startswith(("torch.", "builtins.", "."))
+
+    for call, scope in plain:
+        func = call.func
+        if isinstance(func, (ast.Name, ast.Attribute)) and not (isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and func.value.id == "self"):
+            refs.update("c:" + n for n in resolver.qualified_names(func, scope) if keep(n))
+    for info in builder.classes:
+        for base in info.node.bases:
+            refs.update("c:" + n for n in resolver.qualified_names(base, info.scope) if keep(n))
+    for site in sites:
+        for node in site.arguments.values():
+            dotted = dotted_name(node)
+            if dotted is None:
+                continue
+            head, _, rest = dotted.partition(".")
+            bindings = resolver.lookup(head, site.scope) or ()
+            for binding in bindings:
+                if isinstance(binding, Import) and keep(binding.qualified_name):
+                    refs.add("v:" + binding.qualified_name + (f".{rest}" if rest else ""))
+    return refs
+
+
+def _plain(value) -> bool:
+    if isinstance(value, tuple):
+        return all(_plain(v) for v in value)
+    return isinstance(value, (str, int, float)) and not isinstance(value, bool)
+
+
+def _local_class(name: str, scope: Scope) -> bool:
+    return any(isinstance(b, ClassInfo) for b in scope.bindings.get(name, ()))
+
+
+def _is_enum_class(qualified: str, summary: ModuleSummary) -> bool:
+    module, _, name = qualified.rpartition(".")
+    return module == summary.module and name in summary.enums
+
+
+def _function_key(scope: Scope, module: str) -> tuple[str, ast.AST, bool] | None:
+    """(qualified key, def node, is_method) of a module-level function or a method of a module-level class."""
+    node = scope.node
+    if scope.kind != "function" or not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        return None
+    parent = scope.parent
+    if parent is not None and parent.kind == "module":
+        return f"{module}.{node.name}", node, False
+    if parent is not None and parent.kind == "class" and parent.parent is not None and parent.parent.kind == "module":
+        cls = parent.node.name
+        if node.name == "__init__":
+            return f"{module}.{cls}", node, True
+        return f"{module}.{cls}.{node.name}", node, True
+    return None
+
+
+def _call_params(node, is_method: bool) -> tuple[str, ...]:
+    params = [p.name for p in all_params(node.args) if p.node in (*node.args.posonlyargs, *node.args.args)]
+    if is_method and params and not _is_static(node):
+        params = params[1:]
+    return tuple(params)
+
+
+def _is_static(node) -> bool:
+    return any(dotted_name(d) == "staticmethod" for d in node.decorator_list)
+
+
+def _wrapper_of_site(site, module: str, path: str) -> Wrapper | None:
+    if site.kind not in ("call", "subclass") or site.api.family not in _WRAPPED_FAMILIES or not site.api.accepts_mode:
+        return None
+    node = site.arguments.get("mode")
+    if isinstance(node, ast.Name):
+        found = site.resolver.parameter(node.id, site.scope)
+        if found is None:
+            return None
+        param, scope = found
+        key = _function_key(scope, module)
+        if key is None:
+            return None
+        name, func, is_method = key
+        return Wrapper(name, _call_params(func, is_method), param.name, _default(param.default), site.qualified_name, func.lineno, path)
+    if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == "self":
+        return _class_wrapper(site, node.attr, module, path)
+    return None
+
+
+def _class_wrapper(site, attribute: str, module: str, path: str) -> Wrapper | None:
+    """`self.<attribute>` set in `__init__` from one of its parameters: the class is the wrapper."""
+    from candle_port.analysis.sites import self_assignments
+
+    scope = site.scope
+    while scope is not None and scope.kind != "class":
+        scope = scope.parent
+    if scope is None or scope.parent is None or scope.parent.kind != "module":
+        return None
+    cls = scope.node
+    found = self_assignments(cls, attribute)
+    if len(found) != 1:
+        return None
+    method, _attr, value = found[0]
+    if method.name != "__init__" or not isinstance(value, ast.Name):
+        return None
+    params = {p.name: p for p in all_params(method.args)}
+    if value.id not in params:
+        return None
+    return Wrapper(
+        f"{module}.{cls.name}",
+        _call_params(method, True),
+        value.id,
+        _default(params[value.id].default),
+        site.qualified_name,
+        method.lineno,
+        path,
+    )
+
+
+def _default(node: ast.expr | None) -> tuple | None:
+    if node is None:
+        return None
+    values = literals_of(node)
+    return tuple(values) if values is not None else None
+
+
+def _parameter_passes(builder, resolver, module: str) -> list:
+    """Calls that pass a bare parameter of the enclosing function: a wrapper of a wrapper, once the
+    callee turns out to be a wrapper and the argument its mode."""
+    out = []
+    for call, scope in builder.calls:
+        candidates = None
+        for position, arg in enumerate(call.args):
+            if isinstance(arg, ast.Starred):
+                break
+            if isinstance(arg, ast.Name):
+                candidates = candidates or []
+                candidates.append((arg.id, None, position))
+        for keyword in call.keywords:
+            if keyword.arg is not None and isinstance(keyword.value, ast.Name):
+                candidates = candidates or []
+                candidates.append((keyword.value.id, keyword.arg, None))
+        if not candidates:
+            continue
+        callees = None
+        for name, keyword, position in candidates:
+            found = resolver.parameter(name, scope)
+            if found is None:
+                continue
+            param, function_scope = found
+            key = _function_key(function_scope, module)
+            if key is None:
+                continue
+            if callees is None:
+                callees = sorted(n for n in callee_names(call, scope, resolver, module) if not n.startswith(("torch.", "builtins.")))
+            if not callees:
+                break
+            qualified, func, is_method = key
+            out.append(
+                [qualified, list(_call_params(func, is_method)), param.name, _default(param.default), func.lineno, callees, keyword, position]
+            )
+    return out
+
+
+def callee_names(call: ast.Call, scope: Scope, resolver, module: str) -> set[str]:
+    """The qualified names a call's callee may be, with `self.method` inside a module-level class."""
+    names = set(resolver.qualified_names(call.func, scope))
+    func = call.func
+    if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and func.value.id == "self":
+        class_scope = scope
+        while class_scope is not None and class_scope.kind != "class":
+            class_scope = class_scope.parent
+        if class_scope is not None and class_scope.parent is not None and class_scope.parent.kind == "module":
+            names.add(f"{module}.{class_scope.node.name}.{func.attr}")
+    return names
+
+
+# -- the index ----------------------------------------------------------------------------------
+
+
+class ProjectIndex:
+    """The summaries of every module of the checked tree, and the answers the checker asks of them."""
+
+    def __init__(self, summaries: list[ModuleSummary]) -> None:
+        self.modules: dict[str, ModuleSummary] = {}
+        for summary in summaries:
+            self.modules.setdefault(summary.module, summary)
+        self.wrappers: dict[str, Wrapper] = {}
+        for summary in self.modules.values():
+            for raw in summary.wrappers:
+                wrapper = Wrapper(**{**raw, "params": tuple(raw["params"]), "default": _tuple(raw["default"])})
+                self.wrappers.setdefault(wrapper.name, wrapper)
+        self._wrappers_of_wrappers()
+        self._digests: dict[str, str] = {}
+
+    def overlay(self, summary: ModuleSummary) -> "ProjectIndex":
+        """This index with `summary` (the module being checked, as it is now) in place of its stored version.
+
+        Cheap (no new fixed point): a wrapper of a wrapper across modules comes from the stored index.
+        """
+        out = ProjectIndex.__new__(ProjectIndex)
+        out.modules = {**self.modules, summary.module: summary}
+        out.wrappers = dict(self.wrappers)
+        for raw in summary.wrappers:
+            wrapper = Wrapper(**{**raw, "params": tuple(raw["params"]), "default": _tuple(raw["default"])})
+            out.wrappers.setdefault(wrapper.name, wrapper)
+        out._digests = {}
+        if not self.modules:
+            out._wrappers_of_wrappers()  # one module alone: its own wrappers of wrappers
+        return out
+
+    # -- resolution ------------------------------------------------------------------------------
+    def _split(self, qualified: str, depth: int = 0):
+        """(summary, the names after the module) for a qualified name, following re-exports.
+
+        A package whose `__init__` was not summarized (it holds no site, so the first pass skipped
+        it) re-exports by name: `pkg.resize` is the one `resize` defined in a module under `pkg`.
+        """
+        if depth > _MAX_DEPTH:
+            return None
+        parts = qualified.split(".")
+        for cut in range(len(parts) - 1, 0, -1):
+            summary = self.modules.get(".".join(parts[:cut]))
+            if summary is None:
+                continue
+            rest = parts[cut:]
+            target = summary.imports.get(rest[0])
+            if target is not None and target != qualified:
+                return self._split(".".join([target, *rest[1:]]), depth + 1)
+            if self._defines(summary, rest[0]):
+                return summary, rest
+            for star in summary.stars:
+                found = self._split(".".join([star, *rest]), depth + 1)
+                if found is not None:
+                    return found
+            return summary, rest
+        for cut in range(len(parts) - 1, 0, -1):
+            prefix = ".".join(parts[:cut]) + "."
+            found = [s for s in self._definers().get(parts[cut], ()) if s.module.startswith(prefix)]
+            if len(found) == 1:
+                return found[0], parts[cut:]
+        return None
+
+    @staticmethod
+    def _defines(summary: ModuleSummary, name: str) -> bool:
+        return (
+            name in summary.constants
+            or name in summary.enums
+            or name in summary.classes
+            or any(w["name"].startswith(f"{summary.module}.{name}") for w in summary.wrappers)
+        )
+
+    def _definers(self) -> dict[str, list[ModuleSummary]]:
+        table = getattr(self, "_definer_table", None)
+        if table is None:
+            table = {}
+            for summary in self.modules.values():
+                names = {*summary.constants, *summary.enums, *summary.classes}
+                names.update(w["name"][len(summary.module) + 1 :].split(".")[0] for w in summary.wrappers)
+                for name in names:
+                    table.setdefault(name, []).append(summary)
+            for wrapper in self.wrappers.values():  # wrappers of wrappers found by the fixed point
+                module, _, name = wrapper.name.rpartition(".")
+                summary = self.modules.get(module)
+                if summary is not None and summary not in table.setdefault(name, []):
+                    table[name].append(summary)
+            self._definer_table = table
+        return table
+
+    def wrapper(self, qualified: str) -> Wrapper | None:
+        memo = self.__dict__.setdefault("_wrapper_memo", {})
+        if qualified in memo:
+            return memo[qualified]
+        found = memo[qualified] = self._wrapper(qualified)
+        return found
+
+    def _wrapper(self, qualified: str) -> Wrapper | None:
+        found = self.wrappers.get(qualified)
+        if found is not None:
+            return found
+        split = self._split(qualified)
+        if split is None:
+            return None
+        summary, rest = split
+        return self.wrappers.get(".".join([summary.module, *rest]))
+
+    def constant(self, qualified: str) -> list | None:
+        split = self._split(qualified)
+        if split is None:
+            return None
+        summary, rest = split
+        if len(rest) == 1 and rest[0] in summary.constants:
+            return [_tuple(v) for v in summary.constants[rest[0]]]
+        enum = summary.enums.get(rest[0])
+        if enum is not None and len(rest) in (2, 3) and rest[1] in enum["members"]:
+            value = enum["members"][rest[1]]
+            if len(rest) == 3 and rest[2] == "value":
+                return [_tuple(value)]
+            if len(rest) == 2 and enum["str"] and isinstance(value, str):
+                return [value]  # a str-mixin member is the string
+        return None
+
+    def external_names(self, qualified: str, depth: int = 0) -> set[str]:
+        """The module APIs a project class subclasses (directly or through project classes)."""
+        if depth > _MAX_DEPTH or qualified.startswith(("torch.", "builtins.")):
+            return set()
+        memo = self.__dict__.setdefault("_class_memo", {})
+        if qualified not in memo:
+            memo[qualified] = self._external_names(qualified, depth)
+        return memo[qualified]
+
+    def _external_names(self, qualified: str, depth: int) -> set[str]:
+        split = self._split(qualified)
+        if split is None:
+            return set()
+        summary, rest = split
+        if len(rest) != 1 or rest[0] not in summary.classes:
+            return set()
+        out: set[str] = set()
+        for base in summary.classes[rest[0]]:
+            api = APIS_BY_QUALIFIED_NAME.get(base)
+            if api is not None and api.is_module:
+                out.add(base)
+            elif base != qualified:
+                out |= self.external_names(base, depth + 1)
+        return out
+
+    def _wrappers_of_wrappers(self) -> None:
+        for _ in range(_MAX_DEPTH):
+            added = False
+            for summary in self.modules.values():
+                for key, params, param, default, line, callees, keyword, position in summary.passes:
+                    if key in self.wrappers:
+                        continue
+                    for callee in callees:
+                        inner = self.wrapper(callee)
+                        if inner is None:
+                            continue
+                        passes = keyword == inner.param if keyword is not None else (
+                            position is not None and position < len(inner.params) and inner.params[position] == inner.param
+                        )
+                        if passes:
+                            self.wrappers[key] = Wrapper(
+                                key, tuple(params), param, _tuple(default), inner.api, line, summary.path, inner.level + 1
+                            )
+                            added = True
+                            self.__dict__.pop("_definer_table", None)
+                            self.__dict__.pop("_wrapper_memo", None)
+                            break
+            if not added:
+                return
+
+    # -- what the checker asks ---------------------------------------------------------------------
+    def mentioned_in(self, text: str) -> bool:
+        """Whether `text` may call a wrapper (`name(` is written there): the prefilter for wrapper calls."""
+        pattern = getattr(self, "_pattern", None)
+        if pattern is None:
+            import re
+
+            names = sorted(self.wrapper_short_names())
+            pattern = self._pattern = re.compile(r"\b(?:%s)\s*\(" % "|".join(map(re.escape, names))) if names else False
+        if not pattern or not any(name in text for name in self.wrapper_short_names()):
+            return False
+        return pattern.search(text) is not None
+
+    def wrapper_short_names(self) -> set[str]:
+        names = getattr(self, "_short", None)
+        if names is None:
+            names = self._short = {w.name.rsplit(".", 1)[-1] for w in self.wrappers.values()}
+        return names
+
+    def value_lookup(self, resolver, scope: Scope, module: str):
+        """A values.Lookup for names at `scope`: module constants and enum members, here or imported."""
+
+        def lookup(node: ast.expr):
+            if isinstance(node, ast.Name):
+                bindings = resolver.lookup(node.id, scope)
+                if not bindings or len(bindings) != 1:
+                    return None
+                binding = bindings[0]
+                if isinstance(binding, Import):
+                    return self.constant(binding.qualified_name)
+                if isinstance(binding, (Value, Collection)) and binding.scope.kind == "module":
+                    return self.constant(f"{module}.{node.id}")
+                return None
+            dotted = dotted_name(node)
+            if dotted is None:
+                return None
+            head, _, rest = dotted.partition(".")
+            bindings = resolver.lookup(head, scope)
+            if not bindings or len(bindings) != 1:
+                return None
+            binding = bindings[0]
+            if isinstance(binding, Import):
+                return self.constant(f"{binding.qualified_name}.{rest}")
+            if isinstance(binding, ClassInfo) and binding.scope.kind == "module":
+                return self.constant(f"{module}.{dotted}")
+            return None
+
+        return lookup
+
+    def wrapper_sites(self, call: ast.Call, scope: Scope, resolver, module: str) -> list:
+        """A call of a wrapper that passes (or defaults to) a literal mode: a site of kind "wrapper"."""
+        from candle_port.analysis.sites import Site
+
+        for name in sorted(callee_names(call, scope, resolver, module)):
+            wrapper = self.wrapper(name)
+            if wrapper is None:
+                continue
+            api: Api | None = APIS_BY_QUALIFIED_NAME.get(wrapper.api)
+            if api is None:
+                return []
+            passed = None
+            for position, arg in enumerate(call.args):
+                if isinstance(arg, ast.Starred):
+                    return []  # where the mode goes is not known statically
+                if position < len(wrapper.params) and wrapper.params[position] == wrapper.param:
+                    passed = arg
+            for keyword in call.keywords:
+                if keyword.arg == wrapper.param:
+                    passed = keyword.value
+                elif keyword.arg is None and passed is None:
+                    return []
+            site = Site(call, api, wrapper.api, "wrapper", scope, resolver, wrapper=wrapper.name, wrapper_default=wrapper.default)
+            if passed is not None:
+                if literals_of(passed, self.value_lookup(resolver, scope, module)) is None:
+                    return []  # a mode not known here: the wrapper (or a wrapper of it) is reported instead
+                site.arguments["mode"] = passed
+            elif wrapper.default is None:
+                return []
+            return [site]
+        return []
+
+    # -- cache keys ----------------------------------------------------------------------------
+    def digest_for(self, refs) -> str | None:
+        """A digest of what the index says about `refs` (a file's external names), or None when it
+        says nothing: then the file's findings do not depend on the index."""
+        used = []
+        for ref in refs:
+            name = ref[2:]
+            if ref.startswith("c:"):
+                wrapper = self.wrapper(name)
+                classes = sorted(self.external_names(name))
+                if wrapper is not None or classes:
+                    used.append([ref, repr(wrapper), classes])
+            else:
+                value = self.constant(name)
+                if value is not None:
+                    used.append([ref, value])
+        if not used:
+            return None
+        return hashlib.sha256(json.dumps(used, sort_keys=True, default=repr).encode()).hexdigest()
+
+    def for_workers(self) -> "ProjectIndex":
+        """The same answers without the fixed point's input (smaller to send to each worker)."""
+        out = ProjectIndex.__new__(ProjectIndex)
+        out.modules = {
+            name: ModuleSummary(**{**vars(s), "passes": []}) for name, s in self.modules.items()
+        }
+        out.wrappers = self.wrappers
+        out._digests = dict(self._digests)
+        return out
+
+    def digest(self) -> str:
+        """A digest of everything a file's findings can depend on: every summary's exports and the wrappers."""
+        cached = self._digests.get("*")
+        if cached is None:
+            payload = {
+                "modules": {name: [s.constants, s.enums, s.imports, s.classes] for name, s in sorted(self.modules.items())},
+                "wrappers": sorted(asdict(w).__repr__() for w in self.wrappers.values()),
+            }
+            cached = hashlib.sha256(json.dumps(payload, sort_keys=True, default=repr).encode()).hexdigest()
+            self._digests["*"] = cached
+        return cached
+
+
+def _tuple(value):
+    if isinstance(value, list):
+        return tuple(_tuple(v) for v in value)
+    return value
