@@ -25,6 +25,7 @@ import multiprocessing
 import os
 import signal
 import sys
+import time
 from concurrent.futures import ProcessPoolExecutor, wait
 from concurrent.futures.process import BrokenProcessPool
 from typing import Callable, Sequence, TypeVar
@@ -150,12 +151,15 @@ def map_files(
     jobs: int | None = None,
     progress: Callable[[int], None] | None = None,
     on_crash: Callable[[str, str], T] | None = None,
+    per_file: bool = False,
 ) -> list[T]:
     """`work((chunk, *args))` over chunks of `files`, results in file order.
 
     `work` must be a module-level function (it is pickled to the workers) that returns one result
     per file of its chunk. `on_crash(path, cause)`: the result for a file whose worker process
     died (without it, BrokenProcessPool propagates, and a one-process run stays in-process).
+    `per_file`: one file per task, for work that writes files: when a worker dies, the executor
+    stops every worker, and a chunk cut short would have written files whose results are lost.
     """
     jobs = jobs or os.cpu_count() or 1
     parallel = jobs > 1 and len(files) >= PARALLEL_THRESHOLD
@@ -164,7 +168,7 @@ def map_files(
     if not parallel and (on_crash is None or not _can_fork()):
         return _in_process(work, files, args, progress)
     if parallel:
-        size = max(8, len(files) // (min(jobs, len(files)) * 8))
+        size = 1 if per_file else max(8, len(files) // (min(jobs, len(files)) * 8))
     else:
         size = 1 if len(files) < PARALLEL_THRESHOLD else 8  # an interrupt loses no finished file
     chunks = [(list(files[i : i + size]), *args) for i in range(0, len(files), size)]
@@ -185,12 +189,22 @@ def map_files(
     except BrokenProcessPool:
         if on_crash is None:
             raise
+        # Chunks another worker finished before the pool broke keep their results (their files may
+        # already be written: redoing them would report nothing to do); the rest are redone one by one.
+        finished = {i: f.result() for i, f in enumerate(futures) if i >= done and _succeeded(f)}
         pool.shutdown(wait=True, cancel_futures=True)
-        remaining = [path for chunk in chunks[done:] for path in chunk[0]]
+        remaining = [path for i, chunk in enumerate(chunks) if i >= done and i not in finished for path in chunk[0]]
+        for chunk_results in finished.values():
+            if progress:
+                progress(len(chunk_results))
+        redone: list[T] = []
         try:
-            _one_by_one(work, remaining, args, progress, on_crash, results)
+            _one_by_one(work, remaining, args, progress, on_crash, redone)
         except KeyboardInterrupt:
-            raise Interrupted(results) from None
+            raise Interrupted([*results, *(r for rs in finished.values() for r in rs), *redone]) from None
+        redone_iter = iter(redone)
+        for i in range(done, len(chunks)):
+            results.extend(finished[i] if i in finished else [next(redone_iter) for _ in chunks[i][0]])
     except KeyboardInterrupt:
         for future in futures[done:]:
             future.cancel()
@@ -218,6 +232,25 @@ def _in_process(work, files: Sequence[str], args: tuple, progress) -> list:
     return results
 
 
+def _succeeded(future) -> bool:
+    return future.done() and not future.cancelled() and future.exception() is None
+
+
+def _exit_codes(processes, timeout: float = 5.0) -> list[int]:
+    """The non-zero exit codes of a broken pool's workers.
+
+    The executor's own manager thread reaps dead workers too; when it wins the race, our join
+    returns at once with no status (waitpid: ECHILD) and the code appears on the shared process
+    object a moment later, so poll for it briefly.
+    """
+    deadline = time.monotonic() + timeout
+    for process in processes:
+        process.join(timeout=max(0.0, deadline - time.monotonic()))
+    while any(p.exitcode is None for p in processes) and time.monotonic() < deadline:
+        time.sleep(0.01)
+    return [p.exitcode for p in processes if p.exitcode]
+
+
 def _one_by_one(work, files: list[str], args: tuple, progress, on_crash, results: list) -> None:
     """Each file alone in a single-worker pool, restarted whenever a file kills its worker."""
     pool = _pool(1)
@@ -228,9 +261,7 @@ def _one_by_one(work, files: list[str], args: tuple, progress, on_crash, results
             try:
                 results.extend(future.result())
             except BrokenProcessPool:
-                for process in processes:
-                    process.join(timeout=5)
-                codes = [p.exitcode for p in processes if p.exitcode]
+                codes = _exit_codes(processes)
                 results.append(on_crash(path, death_cause(codes[0] if codes else None)))
                 pool.shutdown(wait=True, cancel_futures=True)
                 pool = _pool(1)

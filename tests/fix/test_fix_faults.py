@@ -10,6 +10,7 @@ they are fast (libcst's parser on a 10,000-term `and` chain; libcst under a memo
 from __future__ import annotations
 
 import os
+import re
 import signal
 from pathlib import Path
 
@@ -97,7 +98,11 @@ def test_a_dead_worker_is_named_and_every_other_file_fixed(tmp_path: Path, monke
     only_error_is(result, bad, "the parser crashed (SIGSEGV")
     assert bad.read_text() == SITE
     assert all("candle_runtime" in p.read_text() for p in tmp_path.glob("*.py") if p != bad)
-    assert "59 files" in result.stderr  # every other file is in the summary
+    # Every other file is fixed on disk (above). The summary counts them all with -j1; in a pooled
+    # run the executor stops every worker when one dies, so a file another worker had just written
+    # may miss the count (docs/reliability.md says so); a rerun then reports it as done.
+    fixed = int(re.search(r"sites fixed in (\d+) files", result.stderr).group(1))
+    assert fixed == 59 if jobs == 1 else 50 <= fixed <= 59, result.stderr
 
 
 def test_memory_beyond_the_workers_limit_is_one_files_error(tmp_path: Path, monkeypatch):

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-import libcst as cst
+import ast
 import pytest
 
 from candle_port.analysis.sites import scan_module
@@ -12,7 +12,7 @@ from candle_port.rewriters import eligibility, strategies
 
 
 def _site(source: str):
-    return scan_module(cst.parse_module(source)).sites[0]
+    return scan_module(ast.parse(source), source).sites[0]
 
 
 def test_registry_names_each_strategy_once():

@@ -174,7 +174,8 @@ def fix_files(
     try:
         # A progress callback makes a one-process run go file by file, so an interrupt keeps every finished result.
         outcomes = map_files(
-            _fix_chunk, files, (strategy, config, write, vendored_module, policy), jobs, lambda _: None, on_crash=_worker_died
+            _fix_chunk, files, (strategy, config, write, vendored_module, policy), jobs, lambda _: None, on_crash=_worker_died,
+            per_file=True,
         )
     except Interrupted as stop:
         outcomes = stop.results
