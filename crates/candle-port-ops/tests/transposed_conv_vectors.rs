@@ -7,40 +7,7 @@ use std::collections::BTreeMap;
 
 use candle_core::{Result, Tensor, Var};
 use candle_port_ops::*;
-use common::{assert_close, assert_gradients, ints, load_family, operand_names, Case};
-use serde_json::Value;
-
-const KEYS: &[&str] = &["stride", "padding", "output_padding", "groups", "dilation"];
-
-/// The case's `Conv` (torch's keyword arguments; any other key fails the test).
-pub fn conv_of(case: &Case, nd: usize) -> Conv {
-    let p = case.params.as_object().expect("params object");
-    for key in p.keys() {
-        assert!(
-            KEYS.contains(&key.as_str()),
-            "{}: unhandled parameter {key}",
-            case.id
-        );
-    }
-    let get = |k: &str| ints(p.get(k).unwrap_or(&Value::Null), nd);
-    let mut c = Conv::new();
-    if let Some(s) = get("stride") {
-        c = c.stride(&s);
-    }
-    if let Some(v) = get("padding") {
-        c = c.padding(&v);
-    }
-    if let Some(v) = get("output_padding") {
-        c = c.output_padding(&v);
-    }
-    if let Some(v) = get("dilation") {
-        c = c.dilation(&v);
-    }
-    if let Some(g) = p.get("groups").and_then(Value::as_u64) {
-        c = c.groups(g as usize);
-    }
-    c
-}
+use common::{assert_close, assert_gradients, conv_of, load_family, operand_names, Case};
 
 fn run(case: &Case, x: &Tensor, w: &Tensor, b: Option<&Tensor>) -> Result<Tensor> {
     match case.op.as_str() {

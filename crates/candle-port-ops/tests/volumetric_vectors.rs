@@ -8,37 +8,8 @@ use std::collections::BTreeMap;
 
 use candle_core::{DType, Result, Tensor, Var};
 use candle_port_ops::*;
-use common::{assert_close, assert_gradients, ints, load_family, operand_names, Case};
+use common::{assert_close, assert_gradients, conv_of, ints, load_family, operand_names, Case};
 use serde_json::Value;
-
-fn conv_of(case: &Case) -> Conv {
-    let p = &case.params;
-    let get = |k: &str| ints(p.get(k).unwrap_or(&Value::Null), 3);
-    for key in p.as_object().expect("params").keys() {
-        assert!(
-            ["stride", "padding", "output_padding", "groups", "dilation"].contains(&key.as_str()),
-            "{}: unhandled parameter {key}",
-            case.id
-        );
-    }
-    let mut c = Conv::new();
-    if let Some(s) = get("stride") {
-        c = c.stride(&s);
-    }
-    if let Some(v) = get("padding") {
-        c = c.padding(&v);
-    }
-    if let Some(v) = get("output_padding") {
-        c = c.output_padding(&v);
-    }
-    if let Some(v) = get("dilation") {
-        c = c.dilation(&v);
-    }
-    if let Some(g) = p.get("groups").and_then(Value::as_u64) {
-        c = c.groups(g as usize);
-    }
-    c
-}
 
 fn pool_of(case: &Case) -> Pool {
     let p = &case.params;
@@ -127,9 +98,9 @@ fn volumetric_matches_torch_forward_indices_and_backward() -> Result<()> {
             };
             let bt = b.as_ref().map(|b| b.as_tensor());
             let out = match case.op.as_str() {
-                "conv3d" => conv3d(x.as_tensor(), w.as_tensor(), bt, &conv_of(case))?,
+                "conv3d" => conv3d(x.as_tensor(), w.as_tensor(), bt, &conv_of(case, 3))?,
                 "conv_transpose3d" => {
-                    conv_transpose3d(x.as_tensor(), w.as_tensor(), bt, &conv_of(case))?
+                    conv_transpose3d(x.as_tensor(), w.as_tensor(), bt, &conv_of(case, 3))?
                 }
                 other => panic!("{}: op {other} is not handled", case.id),
             };

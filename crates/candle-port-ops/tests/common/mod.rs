@@ -233,3 +233,36 @@ pub fn assert_gradients(case: &Case, out: &Tensor, vars: &[(&str, &Var)]) -> f64
     }
     worst
 }
+
+const CONV_KEYS: &[&str] = &["stride", "padding", "output_padding", "groups", "dilation"];
+
+/// The case's `Conv` for an `nd`-dimensional convolution (torch's keyword arguments; any other
+/// key fails the test): the transposed and 3-D convolution vectors share it.
+pub fn conv_of(case: &Case, nd: usize) -> candle_port_ops::Conv {
+    let p = case.params.as_object().expect("params object");
+    for key in p.keys() {
+        assert!(
+            CONV_KEYS.contains(&key.as_str()),
+            "{}: unhandled parameter {key}",
+            case.id
+        );
+    }
+    let get = |k: &str| ints(p.get(k).unwrap_or(&Value::Null), nd);
+    let mut c = candle_port_ops::Conv::new();
+    if let Some(s) = get("stride") {
+        c = c.stride(&s);
+    }
+    if let Some(v) = get("padding") {
+        c = c.padding(&v);
+    }
+    if let Some(v) = get("output_padding") {
+        c = c.output_padding(&v);
+    }
+    if let Some(v) = get("dilation") {
+        c = c.dilation(&v);
+    }
+    if let Some(g) = p.get("groups").and_then(Value::as_u64) {
+        c = c.groups(g as usize);
+    }
+    c
+}
