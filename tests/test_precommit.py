@@ -33,10 +33,11 @@ def _documented_config() -> tuple[str, str, str]:
 
 
 def tagged_clone(dest: Path, tag: str) -> Path:
-    """A clone of this checkout's HEAD with `tag` on it."""
+    """A clone of this checkout's HEAD with `tag` on it (moved there when the clone already has the
+    release tag on an earlier commit: the test pins the code under test)."""
     done = subprocess.run(["git", "clone", "-q", "--no-hardlinks", str(ROOT), str(dest)], capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
-    tagged = _git("-c", "user.email=t@example.com", "-c", "user.name=t", "tag", tag, cwd=dest)
+    tagged = _git("-c", "user.email=t@example.com", "-c", "user.name=t", "tag", "-f", tag, cwd=dest)
     assert tagged.returncode == 0, tagged.stderr
     return dest
 
