@@ -53,11 +53,3 @@ def test_convert_rewrites_no_source_and_names_itself():
     convert = strategies.get("convert")
     assert not convert.rewrites_source and convert.exact
     assert "candle_port.runtime.convert(model)" in convert.refusal(site)
-
-
-def test_verify_knows_the_same_exact_strategies_as_port_fix():
-    # verify keeps its own copy so it never imports libcst; the two must not drift.
-    from candle_port.rewriters.strategies import EXACT_STRATEGIES as fix_exact
-    from candle_port.verify.compare import EXACT_STRATEGIES as verify_exact
-
-    assert set(verify_exact) == set(fix_exact)

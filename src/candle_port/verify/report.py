@@ -18,7 +18,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from .compare import EXACT_STRATEGIES, Tolerance
+from candle_port.rewriters.strategies import EXACT_STRATEGIES  # those that keep the numbers by construction
+
+from .compare import Tolerance
 from .optable import candle_pin
 
 SCHEMA_VERSION = 2
