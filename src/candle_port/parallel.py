@@ -11,6 +11,15 @@ A worker that dies breaks the whole pool. The chunks already done are kept; the 
 are then run one at a time in a fresh single-worker pool, so the file whose worker dies again is
 found and becomes `on_crash(file, cause)`, and every other file is still processed.
 
+When the pool breaks, the executor stops every worker, so a file another worker had just written
+(or whose result was on its way back) would lose its result, and redoing it would find nothing to
+do. With `recover`, a worker journals such a side effect before making it (`note(path, record)`,
+in a private per-run directory under the system's temporary directory); for a file whose result
+was lost, the run reads the journal and `recover(path, record)` says whether the side effect
+happened (the file holds the new bytes) and what its result is; otherwise the file is redone. A
+record appears whole or not at all (written under a temporary name, then renamed). The journal is
+removed when map_files returns, raises or is interrupted.
+
 Ctrl-C (or SIGTERM turned into KeyboardInterrupt by the command) stops the run: queued chunks are
 cancelled, running ones finish (a worker ignores SIGINT, so it never dies mid-write), and
 Interrupted carries every result obtained, so the caller can say what was already written.
@@ -21,10 +30,14 @@ Elsewhere (Windows, macOS) a one-process run stays in-process.
 from __future__ import annotations
 
 import ctypes
+import itertools
 import multiprocessing
 import os
+import pickle
+import shutil
 import signal
 import sys
+import tempfile
 import time
 from concurrent.futures import ProcessPoolExecutor, wait
 from concurrent.futures.process import BrokenProcessPool
@@ -46,6 +59,12 @@ WORKER_MEMORY_BYTES = 4 << 30
 # CPU seconds a file may take (libcst needs under 20 s for the largest accepted file; a
 # 5,000-term `x+x+...` takes it minutes).
 FILE_CPU_SECONDS = 120
+
+
+JOURNAL_PREFIX = "candle-port-journal-"
+_journal: str | None = None  # in a worker of a map_files run with `recover`: that run's journal directory
+_records = itertools.count()
+_STOP = "stop"  # in the journal: the run was interrupted, workers start no further file
 
 
 class Interrupted(KeyboardInterrupt):
@@ -108,9 +127,72 @@ def _limit_cpu(files: int) -> None:
         pass
 
 
-def _run_limited(work: Callable[[tuple], list], chunk: tuple) -> list:
+class _NotRun:
+    """A file a worker did not start because the run was interrupted."""
+
+
+def _run_limited(work: Callable[[tuple], list], chunk: tuple, journal: str | None = None) -> list:
+    global _journal
+    if journal is not None and os.path.exists(os.path.join(journal, _STOP)):
+        return [_NotRun() for _ in chunk[0]]
+    _journal = journal
     _limit_cpu(len(chunk[0]))
     return work(chunk)
+
+
+def note(path: str, record: object) -> bool:
+    """In a worker: journal `record` for `path` before a side effect whose result could be lost.
+
+    If the worker's result for `path` never arrives (it dies, or the pool breaks because another
+    worker died, and the executor stops every worker), map_files gives the record to
+    `recover(path, record)`. The record is written under a temporary name and renamed: it exists
+    whole or not at all. No fsync: only this run's own process reads it back, from the page cache,
+    and a machine crash ends the run anyway. Returns whether it was journaled (False outside a
+    worker of a map_files run with `recover`, or when the temporary directory cannot be written:
+    the side effect still happens, only its result would not be recovered).
+    """
+    if _journal is None:
+        return False
+    name = os.path.join(_journal, f"{os.getpid()}-{next(_records)}")
+    try:
+        with open(name + ".tmp", "wb") as handle:
+            pickle.dump((path, record), handle, protocol=pickle.HIGHEST_PROTOCOL)
+        os.rename(name + ".tmp", name + ".rec")
+    except (OSError, pickle.PicklingError):
+        return False
+    return True
+
+
+def _read_journal(journal: str | None) -> dict[str, list]:
+    """The journal's records by path; a record being written when its worker died is not there."""
+    records: dict[str, list] = {}
+    if journal is None:
+        return records
+    try:
+        names = sorted(os.listdir(journal))
+    except OSError:
+        return records
+    for name in names:
+        if not name.endswith(".rec"):
+            continue
+        try:
+            with open(os.path.join(journal, name), "rb") as handle:
+                path, record = pickle.load(handle)
+        except Exception:  # noqa: BLE001 - an unreadable record is one that was never made
+            continue
+        records.setdefault(path, []).append(record)
+    return records
+
+
+def _recover(recover, path: str, records: dict[str, list]):
+    """`path`'s result from its journal record, if `recover` finds its side effect happened."""
+    if recover is None:
+        return None
+    for record in records.get(path, ()):
+        result = recover(path, record)
+        if result is not None:
+            return result
+    return None
 
 
 def _can_fork() -> bool:
@@ -152,14 +234,16 @@ def map_files(
     progress: Callable[[int], None] | None = None,
     on_crash: Callable[[str, str], T] | None = None,
     per_file: bool = False,
+    recover: Callable[[str, object], T | None] | None = None,
 ) -> list[T]:
     """`work((chunk, *args))` over chunks of `files`, results in file order.
 
     `work` must be a module-level function (it is pickled to the workers) that returns one result
     per file of its chunk. `on_crash(path, cause)`: the result for a file whose worker process
     died (without it, BrokenProcessPool propagates, and a one-process run stays in-process).
-    `per_file`: one file per task, for work that writes files: when a worker dies, the executor
-    stops every worker, and a chunk cut short would have written files whose results are lost.
+    `per_file`: one file per task in a pooled run, for work that writes files. `recover(path,
+    record)`: for a file whose result was lost, its result from the record `work` journaled with
+    `note` (None: the side effect did not happen, the file is redone or is `on_crash`'s).
     """
     jobs = jobs or os.cpu_count() or 1
     parallel = jobs > 1 and len(files) >= PARALLEL_THRESHOLD
@@ -175,47 +259,98 @@ def map_files(
     # More workers than chunks or than a few per core gains nothing; a huge -j (fork starts them
     # all at once) would exhaust the process table or overflow.
     workers = max(1, min(jobs, len(chunks), 4 * (os.cpu_count() or 1))) if parallel else 1
-    results: list[T] = []
+    journal = tempfile.mkdtemp(prefix=JOURNAL_PREFIX) if recover is not None else None
+    results: dict[int, T] = {}  # by index in `files`
+    first = [i * size for i in range(len(chunks))]  # index of each chunk's first file
+    stored: set[int] = set()
+
+    def store(c: int, chunk_results: list[T]) -> None:
+        results.update((k, r) for k, r in enumerate(chunk_results, start=first[c]) if not isinstance(r, _NotRun))
+        stored.add(c)
+        if progress:
+            progress(len(chunk_results))
+
+    def recover_lost() -> None:
+        # Every worker has exited, so the disk is final: a file whose result was lost but whose
+        # journaled write happened gets its result (redoing it would find nothing to do).
+        records = _read_journal(journal)
+        for k, path in enumerate(files):
+            if k not in results and (result := _recover(recover, path, records)) is not None:
+                results[k] = result
+                if progress:
+                    progress(1)
+
     pool = _pool(workers)
-    futures = [pool.submit(_run_limited, work, chunk) for chunk in chunks]
-    done = 0
+    futures: list = []
     try:
-        for future in futures:
-            chunk_results = future.result()
-            results.extend(chunk_results)
-            done += 1
-            if progress:
-                progress(len(chunk_results))
-    except BrokenProcessPool:
-        if on_crash is None:
-            raise
-        # Chunks another worker finished before the pool broke keep their results (their files may
-        # already be written: redoing them would report nothing to do); the rest are redone one by one.
-        finished = {i: f.result() for i, f in enumerate(futures) if i >= done and _succeeded(f)}
-        pool.shutdown(wait=True, cancel_futures=True)
-        remaining = [path for i, chunk in enumerate(chunks) if i >= done and i not in finished for path in chunk[0]]
-        for chunk_results in finished.values():
-            if progress:
-                progress(len(chunk_results))
-        redone: list[T] = []
         try:
-            _one_by_one(work, remaining, args, progress, on_crash, redone)
-        except KeyboardInterrupt:
-            raise Interrupted([*results, *(r for rs in finished.values() for r in rs), *redone]) from None
-        redone_iter = iter(redone)
-        for i in range(done, len(chunks)):
-            results.extend(finished[i] if i in finished else [next(redone_iter) for _ in chunks[i][0]])
+            futures = [pool.submit(_run_limited, work, chunk, journal) for chunk in chunks]
+            for c, future in enumerate(futures):
+                store(c, future.result())
+        except BrokenProcessPool:
+            if on_crash is None:
+                raise
+            # Chunks another worker finished before the pool broke keep their results; lost results
+            # of written files come from the journal; the other files are redone one by one.
+            for c, future in enumerate(futures):
+                if c not in stored and _succeeded(future):
+                    store(c, future.result())
+            pool.shutdown(wait=True, cancel_futures=True)
+            recover_lost()
+            remaining = [k for k in range(len(files)) if k not in results]
+            _one_by_one(work, files, remaining, args, progress, on_crash, results, journal, recover)
     except KeyboardInterrupt:
-        for future in futures[done:]:
-            future.cancel()
-        wait(futures[done:])  # the running chunks finish: their files may already be written
-        for future in futures[done:]:
-            if not future.cancelled() and future.exception() is None:
-                results.extend(future.result())
-        raise Interrupted(results) from None
+        if journal is not None:
+            # Queued chunks are answered without being run. Not Future.cancel(): if a worker dies
+            # too (a SIGTERM to the process group), the executor then fails on the cancelled future
+            # (InvalidStateError in its manager thread) and the run hangs.
+            with open(os.path.join(journal, _STOP), "wb"):
+                pass
+        else:
+            for future in futures:
+                future.cancel()
+        wait(futures)  # the running chunks finish: their files may already be written
+        pool.shutdown(wait=True, cancel_futures=True)
+        for c, future in enumerate(futures):
+            if c not in stored and _succeeded(future):
+                store(c, future.result())
+        recover_lost()  # a worker that died meanwhile (a SIGTERM to the process group) or a redo cut short
+        raise Interrupted([results[k] for k in sorted(results)]) from None
     finally:
         pool.shutdown(wait=True, cancel_futures=True)
-    return results
+        if journal is not None:
+            shutil.rmtree(journal, ignore_errors=True)
+    return [results[k] for k in range(len(files))]
+
+
+def call_in_worker(work: Callable[..., T], args: tuple, on_crash: Callable[[str], T]) -> T:
+    """`work(*args)` in a worker process under the limits above (one file's CPU), as map_files does.
+
+    A worker that dies gives `on_crash(cause)`. Ctrl-C stops the worker (it writes nothing) and
+    propagates. Elsewhere than Linux, `work` runs in-process.
+    """
+    if not _can_fork():
+        return work(*args)
+    pool = _pool(1)
+    try:
+        future = pool.submit(_call_limited, work, args)
+        processes = list(getattr(pool, "_processes", {}).values())
+        try:
+            return future.result()
+        except BrokenProcessPool:
+            codes = _exit_codes(processes)
+            return on_crash(death_cause(codes[0] if codes else None))
+        except KeyboardInterrupt:
+            for process in processes:
+                process.terminate()
+            raise
+    finally:
+        pool.shutdown(wait=True, cancel_futures=True)
+
+
+def _call_limited(work: Callable[..., T], args: tuple) -> T:
+    _limit_cpu(1)
+    return work(*args)
 
 
 def _in_process(work, files: Sequence[str], args: tuple, progress) -> list:
@@ -251,19 +386,26 @@ def _exit_codes(processes, timeout: float = 5.0) -> list[int]:
     return [p.exitcode for p in processes if p.exitcode]
 
 
-def _one_by_one(work, files: list[str], args: tuple, progress, on_crash, results: list) -> None:
-    """Each file alone in a single-worker pool, restarted whenever a file kills its worker."""
+def _one_by_one(work, files, indices: list[int], args: tuple, progress, on_crash, results: dict, journal=None, recover=None) -> None:
+    """Each of `files[k]` for k in `indices` alone in a single-worker pool (restarted whenever a
+    file kills its worker), its result into `results[k]`.
+
+    A file whose worker died after journaling a write that happened (it was written, then the
+    worker was killed) gets its recovered result, not `on_crash`'s.
+    """
     pool = _pool(1)
     try:
-        for path in files:
-            future = pool.submit(_run_limited, work, ([path], *args))
+        for k in indices:
+            path = files[k]
+            future = pool.submit(_run_limited, work, ([path], *args), journal)
             processes = list(getattr(pool, "_processes", {}).values())  # to read a dead one's exit code
             try:
-                results.extend(future.result())
+                [results[k]] = future.result()
             except BrokenProcessPool:
                 codes = _exit_codes(processes)
-                results.append(on_crash(path, death_cause(codes[0] if codes else None)))
                 pool.shutdown(wait=True, cancel_futures=True)
+                result = _recover(recover, path, _read_journal(journal))
+                results[k] = result if result is not None else on_crash(path, death_cause(codes[0] if codes else None))
                 pool = _pool(1)
             if progress:
                 progress(1)

@@ -145,31 +145,15 @@ def _exit_code(report, check: bool) -> int:
 
 
 def _fix_stdin(filename: str, strategy: str, settings, vendor: Optional[Path]):
-    from candle_port.findings import FileError
-    from candle_port.rewriters.files import FixReport
-    from candle_port.rewriters.fixer import fix_text
-    from candle_port.sources import SourceError, decode_source
+    from candle_port.rewriters.files import fix_stdin
 
-    report = FixReport(files_seen=1)
-    data = common.read_stdin_bytes()
-    report.raw_input = data
-    try:
-        source = decode_source(data)
-    except SourceError as exc:
-        report.errors.append(FileError(filename, str(exc)))
-        return report
-    report.stdin_source = source
     module_name = None
     if vendor is not None and strategy != "nearest":
-        from candle_port.rewriters.vendor import VendorError, vendored_module_name
+        from candle_port.rewriters.vendor import vendored_module_name
 
         module_name = vendored_module_name(vendor)
-    result = fix_text(source.text, strategy=strategy, path=filename, config=settings, vendored_module=module_name)
-    if result.error is not None:
-        report.errors.append(result.error)
-        return report
-    report.results.append(result)
-    return report
+    # Parsed in a worker, like a file: a parser crash is the input's one-line error, not this process's end.
+    return fix_stdin(common.read_stdin_bytes(), filename, strategy, settings, module_name)
 
 
 def _summarize(report, strategy: str, output_format: SummaryFormat, quiet: bool, write: bool, stdin: bool) -> None:

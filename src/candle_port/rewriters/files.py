@@ -9,6 +9,7 @@ edits; a file it protects becomes a NotWritten error).
 from __future__ import annotations
 
 import difflib
+import hashlib
 import os
 import uuid
 from dataclasses import dataclass, field
@@ -18,7 +19,7 @@ from candle_port.config import Config
 from candle_port.discovery import discover
 from candle_port.findings import FileError
 from candle_port.isolation import isolated
-from candle_port.parallel import Interrupted, map_files
+from candle_port.parallel import Interrupted, call_in_worker, map_files, note
 from candle_port.prefilter import is_vendored_runtime, may_hold_sites
 from candle_port.rewriters.eligibility import NEAREST, STRATEGIES
 from candle_port.rewriters.fixer import FixError, FixResult
@@ -31,7 +32,7 @@ from candle_port.rewriters.writeback import (
     take_snapshot,
     write_back,
 )
-from candle_port.sources import SourceError, decode_source
+from candle_port.sources import SourceError, decode_source, read_regular_file
 
 @dataclass
 class FixReport:
@@ -108,6 +109,9 @@ def fix_file(
             encoded = source.encode(result.text)
         except UnicodeEncodeError as exc:
             return FileError(path, f"cannot encode the rewrite as {source.encoding}: {exc.reason}")
+        # Journaled before the replace: if this worker's result is lost (it or another worker dies
+        # after the write), the run finds the file holding these bytes and counts it (_written).
+        note(path, (snapshot.real, hashlib.sha256(encoded).hexdigest(), result))
         try:
             write_back(snapshot, encoded, policy)
         except WriteRefused as exc:
@@ -122,6 +126,16 @@ def fix_file(
 def _worker_died(path: str, cause: str = "the worker process died") -> FileError:
     # Writes are atomic: the file is either as it was or completely rewritten.
     return FileError(path, f"{cause} while fixing this file (writes are atomic: it is unchanged or fully rewritten); rerun port-fix on it")
+
+
+def _written(path: str, record) -> FixResult | None:
+    """A lost result from its journal record: the file's result if it holds the bytes it was to get."""
+    real, digest, result = record
+    try:
+        data, _ = read_regular_file(real)
+    except SourceError:
+        return None
+    return result if hashlib.sha256(data).hexdigest() == digest else None
 
 
 def _fix_chunk(args) -> list:
@@ -175,7 +189,7 @@ def fix_files(
         # A progress callback makes a one-process run go file by file, so an interrupt keeps every finished result.
         outcomes = map_files(
             _fix_chunk, files, (strategy, config, write, vendored_module, policy), jobs, lambda _: None, on_crash=_worker_died,
-            per_file=True,
+            per_file=True, recover=_written if write else None,
         )
     except Interrupted as stop:
         outcomes = stop.results
@@ -190,4 +204,37 @@ def fix_files(
             report.errors.append(outcome)
         else:
             report.results.append(outcome)
+    return report
+
+
+def _fix_source(text: str, strategy: str, path: str, config: Config, vendored_module: str | None) -> FixResult | FileError:
+    from candle_port.rewriters.fixer import fix_text
+
+    result = isolated(path, lambda: fix_text(text, strategy=strategy, path=path, config=config, vendored_module=vendored_module))
+    if isinstance(result, FixResult) and result.error is not None:
+        return result.error
+    return result
+
+
+def fix_stdin(data: bytes, filename: str, strategy: str, config: Config, vendored_module: str | None = None) -> FixReport:
+    """Fix source read from stdin, parsed in a worker under the same limits as a file's.
+
+    A crash, abort or runaway in the parser becomes `filename`'s one-line error with its cause;
+    `report.raw_input` keeps the bytes, to be passed through unchanged.
+    """
+    report = FixReport(files_seen=1, raw_input=data)
+    try:
+        source = decode_source(data)
+    except SourceError as exc:
+        report.errors.append(FileError(filename, str(exc)))
+        return report
+    report.stdin_source = source
+    outcome = call_in_worker(
+        _fix_source, (source.text, strategy, filename, config, vendored_module),
+        on_crash=lambda cause: FileError(filename, f"{cause} while fixing this input; passed through unchanged"),
+    )
+    if isinstance(outcome, FileError):
+        report.errors.append(outcome)
+    else:
+        report.results.append(outcome)
     return report
