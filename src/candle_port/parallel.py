@@ -21,8 +21,10 @@ record appears whole or not at all (written under a temporary name, then renamed
 removed when map_files returns, raises or is interrupted.
 
 Ctrl-C (or SIGTERM turned into KeyboardInterrupt by the command) stops the run: queued chunks are
-cancelled, running ones finish (a worker ignores SIGINT, so it never dies mid-write), and
-Interrupted carries every result obtained, so the caller can say what was already written.
+not started (with a journal: a stop mark in it, so no future is cancelled, which would hang the
+executor if workers die too), running ones finish (a worker ignores SIGINT, so it never dies
+mid-write), and Interrupted carries every result obtained, the journal's included, so the caller
+can say what was already written. call_in_worker runs one call (port-fix's stdin) the same way.
 Workers die with the main process (Linux: PR_SET_PDEATHSIG), so a killed run leaves none hung.
 Elsewhere (Windows, macOS) a one-process run stays in-process.
 """
@@ -163,6 +165,30 @@ def note(path: str, record: object) -> bool:
     return True
 
 
+def _new_journal() -> str | None:
+    """A private directory for a run's journal; None (no recovery) if the temporary directory cannot be written."""
+    try:
+        return tempfile.mkdtemp(prefix=JOURNAL_PREFIX)
+    except OSError:
+        return None
+
+
+def _mark_stop(journal: str | None) -> bool:
+    """Tell the workers to start no further file: queued chunks are answered without being run.
+
+    Not Future.cancel(): if a worker dies too (a SIGTERM to the process group), the executor then
+    fails on the cancelled future (InvalidStateError in its manager thread) and the run hangs.
+    """
+    if journal is None:
+        return False
+    try:
+        with open(os.path.join(journal, _STOP), "wb"):
+            pass
+    except OSError:
+        return False
+    return True
+
+
 def _read_journal(journal: str | None) -> dict[str, list]:
     """The journal's records by path; a record being written when its worker died is not there."""
     records: dict[str, list] = {}
@@ -259,16 +285,17 @@ def map_files(
     # More workers than chunks or than a few per core gains nothing; a huge -j (fork starts them
     # all at once) would exhaust the process table or overflow.
     workers = max(1, min(jobs, len(chunks), 4 * (os.cpu_count() or 1))) if parallel else 1
-    journal = tempfile.mkdtemp(prefix=JOURNAL_PREFIX) if recover is not None else None
+    journal = _new_journal() if recover is not None else None
     results: dict[int, T] = {}  # by index in `files`
     first = [i * size for i in range(len(chunks))]  # index of each chunk's first file
     stored: set[int] = set()
 
     def store(c: int, chunk_results: list[T]) -> None:
-        results.update((k, r) for k, r in enumerate(chunk_results, start=first[c]) if not isinstance(r, _NotRun))
+        got = {k: r for k, r in enumerate(chunk_results, start=first[c]) if not isinstance(r, _NotRun)}
+        results.update(got)
         stored.add(c)
-        if progress:
-            progress(len(chunk_results))
+        if progress and got:
+            progress(len(got))
 
     def recover_lost() -> None:
         # Every worker has exited, so the disk is final: a file whose result was lost but whose
@@ -280,10 +307,11 @@ def map_files(
                 if progress:
                     progress(1)
 
-    pool = _pool(workers)
+    pool: ProcessPoolExecutor | None = None
     futures: list = []
     try:
         try:
+            pool = _pool(workers)
             futures = [pool.submit(_run_limited, work, chunk, journal) for chunk in chunks]
             for c, future in enumerate(futures):
                 store(c, future.result())
@@ -300,24 +328,20 @@ def map_files(
             remaining = [k for k in range(len(files)) if k not in results]
             _one_by_one(work, files, remaining, args, progress, on_crash, results, journal, recover)
     except KeyboardInterrupt:
-        if journal is not None:
-            # Queued chunks are answered without being run. Not Future.cancel(): if a worker dies
-            # too (a SIGTERM to the process group), the executor then fails on the cancelled future
-            # (InvalidStateError in its manager thread) and the run hangs.
-            with open(os.path.join(journal, _STOP), "wb"):
-                pass
-        else:
+        if not _mark_stop(journal):
             for future in futures:
                 future.cancel()
         wait(futures)  # the running chunks finish: their files may already be written
-        pool.shutdown(wait=True, cancel_futures=True)
+        if pool is not None:
+            pool.shutdown(wait=True, cancel_futures=True)
         for c, future in enumerate(futures):
             if c not in stored and _succeeded(future):
                 store(c, future.result())
         recover_lost()  # a worker that died meanwhile (a SIGTERM to the process group) or a redo cut short
         raise Interrupted([results[k] for k in sorted(results)]) from None
     finally:
-        pool.shutdown(wait=True, cancel_futures=True)
+        if pool is not None:
+            pool.shutdown(wait=True, cancel_futures=True)
         if journal is not None:
             shutil.rmtree(journal, ignore_errors=True)
     return [results[k] for k in range(len(files))]

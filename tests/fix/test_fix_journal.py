@@ -205,6 +205,15 @@ def test_sigterm_to_the_process_group_lists_every_written_file(tmp_path: Path):
     assert list(temp_root.iterdir()) == [] and not list(directory.glob(".*"))
 
 
+def test_an_unwritable_temporary_directory_still_fixes_every_file(tmp_path: Path, monkeypatch):
+    """No journal can be made: the run goes on without it (only a lost result could not be recovered)."""
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path / "missing"))
+    directory = tree(tmp_path, ["a.py", "b.py"])
+    result = run(directory)
+    assert result.exit_code == 0, result.stderr[-3000:]
+    assert counted(result) == (2, 2) and not (tmp_path / "missing").exists()
+
+
 # stdin: parsed in a worker
 
 
