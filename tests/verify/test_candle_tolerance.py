@@ -10,7 +10,6 @@ from pathlib import Path
 import pytest
 
 torch = pytest.importorskip("torch")
-from torch import nn  # noqa: E402
 
 from candle_port.verify.candle_run import (  # noqa: E402
     CANDLE_RTOL, NOISE_DRAWS, CandleTolerance, _compare, choose_candle_tolerance, measure_noise, summary_lines,
