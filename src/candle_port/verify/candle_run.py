@@ -280,7 +280,7 @@ def measure_noise(model: Any, inputs: Sequence[Any], export_dir: Path, seed: int
                 wide = copy.deepcopy(model).to(torch.float64)
                 run = _torch_run(wide, [x.to(torch.float64) for x in inputs], upstream, rng_state)
                 return {"method": "float64", "eps": torch.finfo(torch.float64).eps / 2,
-                        "note": "torch's own result against the same model run in float64", "runs": [run]}
+                        "note": "torch against the same model run in float64", "runs": [run]}
             except Exception as exc:  # the model does not run in float64: perturb it in place
                 failed = f"; float64 failed: {type(exc).__name__}"
         lowest = _lowest_float_dtype(model, list(inputs))
@@ -294,8 +294,8 @@ def measure_noise(model: Any, inputs: Sequence[Any], export_dir: Path, seed: int
                     p.copy_(_perturbed(p, eps, gen))
             runs.append(_torch_run(model, [_perturbed(x, eps, gen) for x in inputs], upstream, rng_state))
             model.load_state_dict(state)
-        note = (f"torch's own result against {NOISE_DRAWS} runs with inputs and parameters perturbed by "
-                f"{eps:.2g} (unit roundoff of {str(lowest).removeprefix('torch.')}), the largest{failed}")
+        note = (f"largest of {NOISE_DRAWS} torch runs with inputs and parameters perturbed by {eps:.2g} "
+                f"(unit roundoff of {str(lowest).removeprefix('torch.')}){failed}")
         return {"method": "perturbed", "eps": eps, "note": note, "runs": runs}
     except Exception as exc:  # the noise run failed: the fixed floor judges
         text = str(exc).strip()
