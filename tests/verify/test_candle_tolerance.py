@@ -153,3 +153,20 @@ def test_text_report_names_the_rule_for_the_worst_tensor():
     assert ("candle port: PASS (worst difference 1.70e-08 of scale, grad.conv_stem.weight; allowed there 1.30e-06: "
             "50 x the original's own noise 2.6e-08") in text
     assert "candle native: FAIL" in text and "grad.w: 4.70e-01 of scale > allowed 1.00e-09: fixed floor 1e-09" in text
+
+
+def test_verify_options_reach_the_candle_check(monkeypatch):
+    """verify's --rtol/--atol/--noise-factor judge candle's numbers too, in the original's check
+    and in the rewritten copy's child (the job carries them)."""
+    from candle_port.verify import candle_check
+    from candle_port.verify.runner import VerifyOptions
+
+    root = Path(__file__).resolve().parents[2]
+    options = VerifyOptions(model=f"{root / 'examples' / 'unet.py'}:UNet", input_shapes=[(1, 3, 9, 9)],
+                            rtol=1e-7, noise_factor=10.0)
+    job = candle_check._job(options)
+    assert (job["rtol"], job["atol"], job["noise_factor"]) == (1e-7, None, 10.0)
+    seen = {}
+    monkeypatch.setattr(candle_check, "check_in_candle", lambda model, inputs, **kw: seen.update(kw) or {})
+    candle_check._check(None, [], job)
+    assert seen == {"seed": 0, "rtol": 1e-7, "atol": None, "factor": 10.0}
