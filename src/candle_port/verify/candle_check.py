@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from .candle_run import CandleRunError, check_in_candle, summary_lines
+from .compare import NOISE_FACTOR
 from .spec import parse_model_spec
 
 CHILD_TIMEOUT_S = 3600
@@ -49,7 +50,14 @@ def _job(options: Any) -> dict:
     spec = parse_model_spec(options.model, options.cwd)
     return {"module": spec.module, "attr": spec.attr, "import_root": str(spec.import_root),
             "init_kwargs": options.init_kwargs, "input_shapes": [list(s) for s in options.input_shapes],
-            "dtype": options.dtype, "seed": options.seed, "train": options.train}
+            "dtype": options.dtype, "seed": options.seed, "train": options.train,
+            # the tolerance: verify's --rtol/--atol and --noise-factor judge candle's numbers too
+            "rtol": options.rtol, "atol": options.atol, "noise_factor": options.noise_factor}
+
+
+def _check(model: Any, inputs: list, job: dict) -> dict:
+    return check_in_candle(model, inputs, seed=job["seed"], rtol=job.get("rtol"), atol=job.get("atol"),
+                           factor=job.get("noise_factor") or NOISE_FACTOR)
 
 
 def _guarded(run) -> dict:
@@ -90,7 +98,7 @@ def candle_check(options: Any) -> dict:
 
     def original() -> dict:
         model, inputs = _build(job)
-        return check_in_candle(model, inputs, seed=options.seed)
+        return _check(model, inputs, job)
 
     result = _guarded(original)
     if "port" not in result:
@@ -118,7 +126,7 @@ def candle_text(result: dict) -> str:
 def _child(job_path: str) -> None:
     job = json.loads(Path(job_path).read_text(encoding="utf-8"))
     model, inputs = _build(job)
-    print(json.dumps(check_in_candle(model, inputs, seed=job["seed"])))
+    print(json.dumps(_check(model, inputs, job)))
 
 
 if __name__ == "__main__":
