@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import gc
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
@@ -72,7 +74,35 @@ def _worker_died(path: str, cause: str = "the worker process died") -> FileResul
 def _check_chunk(args) -> list[FileResult]:
     paths, config, cache_dir, index, digests = args
     cache = ResultCache(Path(cache_dir), config.fingerprint()) if cache_dir else None
-    return [check_file(p, config, cache, index, digests.get(p, "") if digests else "") for p in paths]
+    with _collect_cycles_per_file() as after_each:
+        return [after_each(check_file(p, config, cache, index, digests.get(p, "") if digests else "")) for p in paths]
+
+
+@contextmanager
+def _collect_cycles_per_file():
+    """Cycle collection once per file instead of during its parse.
+
+    A parse allocates ~10^5 tree nodes, and with automatic collection on, those allocations set
+    off collections that walk every live object again and again (a third of the parse's time on
+    the corpus). So automatic collection is off while a file is checked, and one young-generation
+    collection after each file frees its cycles (scopes point at each other; collecting less
+    often saved nothing measurable and held 50% more memory). What lived before the chunk is
+    frozen out of every collection.
+    """
+    enabled = gc.isenabled()
+    gc.freeze()
+    gc.disable()
+
+    def after_each(result):
+        gc.collect(0)
+        return result
+
+    try:
+        yield after_each
+    finally:
+        gc.unfreeze()
+        if enabled:
+            gc.enable()
 
 
 def check_files(

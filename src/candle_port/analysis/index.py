@@ -344,14 +344,25 @@ class ProjectIndex:
         return out
 
     # -- resolution ------------------------------------------------------------------------------
-    def _split(self, qualified: str, depth: int = 0):
+    def _split(self, qualified: str, depth: int = 0, strict: bool = False):
         """(summary, the names after the module) for a qualified name, following re-exports.
 
         A package whose `__init__` was not summarized (it holds no site, so the first pass skipped
         it) re-exports by name: `pkg.resize` is the one `resize` defined in a module under `pkg`.
+        A star import is followed only to a module that defines or imports the name (`strict`):
+        the first star module is not the answer just because it was summarized.
         """
         if depth > _MAX_DEPTH:
             return None
+        memo = self.__dict__.setdefault("_split_memo", {})
+        key = (qualified, strict)
+        if key in memo:
+            return memo[key]  # None while in progress: an import cycle resolves to nothing
+        memo[key] = None
+        found = memo[key] = self._split_uncached(qualified, depth, strict)
+        return found
+
+    def _split_uncached(self, qualified: str, depth: int, strict: bool):
         parts = qualified.split(".")
         for cut in range(len(parts) - 1, 0, -1):
             summary = self.modules.get(".".join(parts[:cut]))
@@ -360,15 +371,40 @@ class ProjectIndex:
             rest = parts[cut:]
             target = summary.imports.get(rest[0])
             if target is not None and target != qualified:
-                return self._split(".".join([target, *rest[1:]]), depth + 1)
+                return self._split(".".join([target, *rest[1:]]), depth + 1, strict)
             if self._defines(summary, rest[0]):
                 return summary, rest
-            for star in summary.stars:
-                found = self._split(".".join([star, *rest]), depth + 1)
+            found = self._through_stars(summary, rest, depth, {summary.module})
+            if found is not None:
+                return found
+            if strict:
+                return None
+            return self._defined_under(parts, cut) or (summary, rest)
+        return None if strict else self._defined_under(parts, len(parts) - 1)
+
+    def _through_stars(self, summary: ModuleSummary, rest: list[str], depth: int, seen: set[str]):
+        """`rest` reached through `summary`'s star imports: only a module that defines or imports
+        `rest[0]` answers (the first star module is not the answer because it was summarized)."""
+        for star in summary.stars:
+            inner = self.modules.get(star)
+            if inner is None or star in seen:
+                continue
+            seen.add(star)
+            target = inner.imports.get(rest[0])
+            if target is not None:
+                found = self._split(".".join([target, *rest[1:]]), depth + 1, strict=True)
                 if found is not None:
                     return found
-            return summary, rest
-        for cut in range(len(parts) - 1, 0, -1):
+            if self._defines(inner, rest[0]):
+                return inner, rest
+            found = self._through_stars(inner, rest, depth + 1, seen)
+            if found is not None:
+                return found
+        return None
+
+    def _defined_under(self, parts: list[str], longest: int):
+        """The one summarized module under a prefix of `parts` that defines the next name."""
+        for cut in range(longest, 0, -1):
             prefix = ".".join(parts[:cut]) + "."
             found = [s for s in self._definers().get(parts[cut], ()) if s.module.startswith(prefix)]
             if len(found) == 1:
@@ -480,22 +516,30 @@ class ProjectIndex:
                             added = True
                             self.__dict__.pop("_definer_table", None)
                             self.__dict__.pop("_wrapper_memo", None)
+                            self.__dict__.pop("_split_memo", None)
                             break
             if not added:
                 return
 
     # -- what the checker asks ---------------------------------------------------------------------
     def mentioned_in(self, text: str) -> bool:
-        """Whether `text` may call a wrapper (`name(` is written there): the prefilter for wrapper calls."""
-        pattern = getattr(self, "_pattern", None)
-        if pattern is None:
-            import re
+        """Whether `text` may call a wrapper through an import: the prefilter for wrapper calls (analysis/mentions.py)."""
+        found = getattr(self, "_call_filter", None)
+        if found is None:
+            from candle_port.analysis.mentions import WrapperCallFilter
 
-            names = sorted(self.wrapper_short_names())
-            pattern = self._pattern = re.compile(r"\b(?:%s)\s*\(" % "|".join(map(re.escape, names))) if names else False
-        if not pattern or not any(name in text for name in self.wrapper_short_names()):
-            return False
-        return pattern.search(text) is not None
+            pairs = [(self._module_of(w.name), w.name) for w in self.wrappers.values()]
+            found = self._call_filter = WrapperCallFilter.for_names(pairs)
+        return found.may_call(text)
+
+    def _module_of(self, qualified: str) -> str:
+        """The longest indexed module that `qualified` is inside."""
+        parts = qualified.split(".")
+        for cut in range(len(parts) - 1, 0, -1):
+            module = ".".join(parts[:cut])
+            if module in self.modules:
+                return module
+        return qualified.rpartition(".")[0]
 
     def wrapper_short_names(self) -> set[str]:
         names = getattr(self, "_short", None)

@@ -1,0 +1,98 @@
+"""Which files the second pass must parse: those whose text can call a project wrapper.
+
+A file that names no API is parsed again only when a wrapper defined in another module may be
+called there. Such a call resolves only through an import (the analysis never infers types), so
+the text must show one of:
+
+* `fn(` with `fn` written in an import statement (`from .affwarp import resize`), or imported
+  under another name (`resize as r`), or a star import;
+* `.fn(`: an attribute of an imported module (`K.geometry.resize(`), or for a method wrapper
+  `Class.meth`, `.meth(` with `Class` imported or reached as an attribute.
+
+Checking the import words, not just `fn(`, keeps common names (`resize`, `scale`, `preprocess`)
+from sending every file that defines its own function of that name to the parser (on the dev
+corpus: 214 files parsed for nothing before). tests/test_check_mentions.py has the cases.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+_HEAD = re.compile(r"[ \t]*(?:from[ \t]+[.\w]+[ \t]+)?\Z")  # what may precede `import` on its line
+_WORD = re.compile(r"[A-Za-z_]\w*")
+
+
+def imported_words(text: str) -> set[str]:
+    """Every identifier written in an import statement of `text` (module parts, names, aliases).
+
+    Found from each `import` substring (a few per file) rather than by a regex over every line."""
+    words: set[str] = set()
+    at = text.find("import")
+    while at != -1:
+        line_start = text.rfind("\n", 0, at) + 1
+        head = text[line_start:at]
+        after = at + 6
+        if _HEAD.match(head) and text[after:after + 1] in (" ", "\t"):
+            end = text.find("\n", after)
+            end = len(text) if end == -1 else end
+            body = text[after:end]
+            if "(" in body and ")" not in body:
+                close = text.find(")", after)
+                end = len(text) if close == -1 else close
+            else:
+                while text[end - 1:end] == "\\" and end < len(text):  # backslash continuation
+                    more = text.find("\n", end + 1)
+                    end = len(text) if more == -1 else more
+            words.update(_WORD.findall(text, after, end))
+            words.update(_WORD.findall(head))
+            if "*" in text[after:end]:
+                words.add("*")
+        at = text.find("import", after)
+    return words
+
+
+@dataclass(frozen=True)
+class WrapperCallFilter:
+    """The textual test for "may call one of these wrappers", built once per index."""
+
+    functions: frozenset[str]  # module-level functions and classes: the called name
+    methods: frozenset[tuple[str, str]]  # (Class, method)
+
+    @classmethod
+    def for_names(cls, qualified: list[tuple[str, str]]) -> "WrapperCallFilter":
+        """From (module, qualified wrapper name) pairs."""
+        functions: set[str] = set()
+        methods: set[tuple[str, str]] = set()
+        for module, name in qualified:
+            rest = name[len(module) + 1:].split(".") if name.startswith(module + ".") else name.rsplit(".", 1)[-1:]
+            if len(rest) >= 2:
+                methods.add((rest[-2], rest[-1]))
+            else:
+                functions.add(rest[-1])
+        return cls(frozenset(functions), frozenset(methods))
+
+    def short_names(self) -> set[str]:
+        return set(self.functions) | {method for _, method in self.methods}
+
+    def may_call(self, text: str) -> bool:
+        present = [name for name in self.short_names() if name in text]
+        if not present:
+            return False
+        words = imported_words(text)
+        star = "*" in words
+        for name in present:
+            attribute_call = "." in text and _attribute_call(name, text)
+            if name in self.functions and (name in words or star or attribute_call):
+                return True
+            for owner, method in self.methods:
+                if method == name and attribute_call and (owner in words or star or f".{owner}" in text):
+                    return True
+        return False
+
+
+def _attribute_call(name: str, text: str) -> bool:
+    """`.name(` is written in `text` (spaces allowed around the dot and before the parenthesis)."""
+    if f".{name}(" in text:
+        return True
+    return re.search(r"\.\s*%s\s*\(" % re.escape(name), text) is not None

@@ -1,0 +1,114 @@
+"""The second pass parses a file only when its text can call a project wrapper through an import,
+and a name re-exported by star imports resolves to the module that defines it."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from candle_port.analysis.mentions import WrapperCallFilter, imported_words
+from candle_port.config import Config
+from candle_port.engine import check_paths
+
+WRAPPER = (
+    "import torch.nn.functional as F\n"
+    "def resize(x, size, mode='nearest'):\n"
+    "    return F.interpolate(x, size=size, mode=mode)\n"
+    "class Processor:\n"
+    "    def preprocess(self, x, mode='nearest'):\n"
+    "        return F.interpolate(x, scale_factor=2, mode=mode)\n"
+)
+
+FILTER = WrapperCallFilter.for_names([("pkg.ops", "pkg.ops.resize"), ("pkg.ops", "pkg.ops.Processor.preprocess")])
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        pytest.param("from pkg.ops import resize\nresize(x, 4, mode='bilinear')\n", id="from-import"),
+        pytest.param("from .ops import resize as r\nr(x, 4, mode='bilinear')\n", id="aliased"),
+        pytest.param("from pkg.ops import (\n    other,\n    resize,\n)\nresize(x, 4)\n", id="parenthesized"),
+        pytest.param("from pkg.ops import other, \\\n    resize\nresize(x, 4)\n", id="backslash"),
+        pytest.param("import pkg.ops as O\nO.resize(x, 4, mode='bilinear')\n", id="module-attribute"),
+        pytest.param("from pkg.ops import *\nresize(x, 4)\n", id="star"),
+        pytest.param("def f(x):\n    from pkg.ops import resize\n    return resize(x, 4)\n", id="function-level"),
+        pytest.param("from pkg.ops import Processor\nProcessor.preprocess(p, x, mode='bilinear')\n", id="method-of-imported-class"),
+        pytest.param("import pkg\npkg.ops.Processor . preprocess (p, x)\n", id="method-spaced"),
+    ],
+)
+def test_a_file_that_can_call_a_wrapper_is_parsed(text: str):
+    assert FILTER.may_call(text)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        pytest.param("def resize(x, size):\n    return x\nresize(x, 4)\n", id="own-function-same-name"),
+        pytest.param("import cv2\nimg = cv2_resize(x)\n", id="longer-name"),
+        pytest.param("# from pkg.ops import resize\nx = 1\n", id="comment-only"),
+        pytest.param("s = 'resize'\n", id="string"),
+        pytest.param("class P:\n    def preprocess(self, x):\n        return x\nP().preprocess(x)\n", id="own-method-same-name"),
+        pytest.param("import numpy\nx = 1\n", id="unrelated"),
+    ],
+)
+def test_a_file_that_cannot_call_a_wrapper_is_not(text: str):
+    assert not FILTER.may_call(text)
+
+
+def test_imported_words_reads_every_import_form():
+    text = (
+        "import os\nfrom .a import (b,\n c as d)\nx = 1  # import foo\n  from  x.y import z, \\\n  q\n"
+        "from m import *\ndef f():\n    import torch.nn.functional as F\ns = 'important'\n"
+    )
+    words = imported_words(text)
+    assert {"os", "a", "b", "c", "d", "x", "y", "z", "q", "m", "*", "torch", "nn", "functional", "F"} <= words
+    assert "foo" not in words and "important" not in words
+
+
+def _tree(root: Path, files: dict[str, str]) -> Path:
+    for name, text in files.items():
+        path = root / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+    return root
+
+
+def test_only_files_that_import_the_wrapper_are_parsed_again(tmp_path: Path):
+    root = _tree(tmp_path / "pkg", {
+        "__init__.py": "",
+        "ops.py": WRAPPER,
+        "user.py": "from pkg.ops import resize\ndef f(x):\n    return resize(x, 4, mode='bilinear')\n",
+        "own.py": "def resize(x, size, mode='x'):\n    return x\ndef f(x):\n    return resize(x, 4, mode='bilinear')\n",
+    })
+    report = check_paths([str(root)], Config(), jobs=1)
+    by_file = {Path(r.path).name: r for r in report.results}
+    assert [f.code for f in by_file["user.py"].findings] == ["CP101"]
+    assert by_file["own.py"].findings == [] and not by_file["own.py"].parsed
+
+
+def test_a_star_reexport_resolves_to_the_module_that_defines_the_name(tmp_path: Path):
+    # `pkg/__init__` (summarized: it holds a site) star-imports `a` (no `resize`) before `ops`: the
+    # call must still resolve to ops.resize, not to the first star module.
+    root = _tree(tmp_path / "pkg", {
+        "__init__.py": "from .a import *\nfrom .ops import *\nimport torch.nn.functional as F\nup = lambda x: F.interpolate(x, scale_factor=2)\n",
+        "a.py": "import torch.nn.functional as F\ndef other(x):\n    return F.interpolate(x, scale_factor=2)\n",
+        "ops.py": WRAPPER,
+        "user.py": "from pkg import resize\ndef f(x):\n    return resize(x, 4, mode='bicubic')\n",
+    })
+    report = check_paths([str(root)], Config(), jobs=1)
+    user = next(r for r in report.results if r.path.endswith("user.py"))
+    assert [(f.code, "bicubic" in f.message) for f in user.findings] == [("CP104", True)]
+
+
+def test_star_imports_in_a_cycle_terminate(tmp_path: Path):
+    root = _tree(tmp_path / "pkg", {
+        "__init__.py": "from .a import *\n",
+        "a.py": "from .b import *\nimport torch.nn.functional as F\ndef g(x):\n    return F.interpolate(x, scale_factor=2)\n",
+        "b.py": "from .a import *\nfrom pkg.ops import *\n",
+        "ops.py": WRAPPER,
+        "user.py": "from pkg import resize, missing\ndef f(x):\n    return resize(x, 4, mode='bilinear') + missing(x)\n",
+    })
+    report = check_paths([str(root)], Config(), jobs=1)
+    user = next(r for r in report.results if r.path.endswith("user.py"))
+    assert [f.code for f in user.findings] == ["CP101"]
