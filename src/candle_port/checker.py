@@ -137,16 +137,23 @@ def findings_for_scan(scan: Scan, text: str, path: str, config: Config) -> list[
 
 
 def check_text(
-    text: str, path: str = "<stdin>", config: Config | None = None, index=None, package: str = "", module: str = ""
+    text: str,
+    path: str = "<stdin>",
+    config: Config | None = None,
+    index=None,
+    package: str = "",
+    module: str = "",
+    prefiltered: bool = False,
 ) -> FileResult:
     """Check one source text; a syntax error becomes the result's `error`.
 
     `index`: the project index (analysis/index.py) of the tree the file is checked in, for names
     defined in other modules; without it, the file's own module constants, enums and wrappers count.
+    `prefiltered`: the caller already found that the text may hold a site (engine.check_file).
     """
     config = config or Config()
     result = FileResult(path)
-    if not may_hold_sites(text) and (index is None or not index.mentioned_in(text)):
+    if not prefiltered and not may_hold_sites(text) and (index is None or not index.mentioned_in(text)):
         return result
     tree = parse(text, path)
     if isinstance(tree, FileError):

@@ -34,13 +34,19 @@ class CheckReport:
 
 
 def check_file(
-    path: str, config: Config, cache: ResultCache | None = None, index=None, digest: str = ""
+    path: str,
+    config: Config,
+    cache: ResultCache | None = None,
+    index=None,
+    digest: str = "",
+    known_without_sites: bool = False,
 ) -> FileResult:
     """Read, decode and check one file; any failure becomes the result's error.
 
     Without `index` (the first pass) a file that cannot hold a site is skipped unparsed; with it
     (the second pass, analysis/index.py) a file that may call a project wrapper is checked too, and
     `digest` (the index entries the file's findings depend on) is part of its cache key.
+    `known_without_sites`: an earlier pass found no API name in the file (skips that scan).
     """
     try:
         data, source = load_source(path)
@@ -48,7 +54,7 @@ def check_file(
         return FileResult(path, error=FileError(path, str(exc)))
     if is_vendored_runtime(source.text):
         return FileResult(path)
-    if not may_hold_sites(source.text) and (index is None or not index.mentioned_in(source.text)):
+    if (known_without_sites or not may_hold_sites(source.text)) and (index is None or not index.mentioned_in(source.text)):
         return FileResult(path)
     key = cache.key(path, data + (b"\0index\0" + digest.encode() if index is not None else b"")) if cache is not None else None
     if cache is not None and key is not None:
@@ -59,7 +65,7 @@ def check_file(
     from candle_port.checker import check_text
 
     module, package = module_name_of(path)
-    result = isolated(path, lambda: check_text(source.text, path, config, index, package, module))
+    result = isolated(path, lambda: check_text(source.text, path, config, index, package, module, prefiltered=True))
     if isinstance(result, FileError):
         return FileResult(path, error=result)  # never cached: a deeper stack or a fix may read it
     if cache is not None and key is not None:
@@ -72,10 +78,13 @@ def _worker_died(path: str, cause: str = "the worker process died") -> FileResul
 
 
 def _check_chunk(args) -> list[FileResult]:
-    paths, config, cache_dir, index, digests = args
+    paths, config, cache_dir, index, digests, without_sites = args
     cache = ResultCache(Path(cache_dir), config.fingerprint()) if cache_dir else None
     with _collect_cycles_per_file() as after_each:
-        return [after_each(check_file(p, config, cache, index, digests.get(p, "") if digests else "")) for p in paths]
+        return [
+            after_each(check_file(p, config, cache, index, digests.get(p, "") if digests else "", p in without_sites))
+            for p in paths
+        ]
 
 
 @contextmanager
@@ -125,7 +134,7 @@ def check_files_with_index(
     """(results, the project index or None). Two passes: every file alone (its sites, and its summary for the project index), then the
     files whose findings depend on the index (a wrapper call, an imported constant, enum or
     subclass) again, with it. Both run on every core and use the cache."""
-    results = map_files(_check_chunk, files, (config, cache_dir, None, None), jobs, progress, on_crash=_worker_died)
+    results = map_files(_check_chunk, files, (config, cache_dir, None, None, frozenset()), jobs, progress, on_crash=_worker_died)
     from candle_port.analysis.index import ModuleSummary, ProjectIndex
 
     _summarize_value_modules(files, results)
@@ -158,8 +167,14 @@ def check_files_with_index(
                 redo.append(i)  # may call a new wrapper: read again, checked if a wrapper's name is written there
         if not redo:
             break
+        without_sites = frozenset(files[i] for i in redo if not results[i].parsed)
         again = map_files(
-            _check_chunk, [files[i] for i in redo], (config, cache_dir, index.for_workers(), digests), jobs, None, on_crash=_worker_died
+            _check_chunk,
+            [files[i] for i in redo],
+            (config, cache_dir, index.for_workers(), digests, without_sites),
+            jobs,
+            None,
+            on_crash=_worker_died,
         )
         for i, result in zip(redo, again):
             if not result.parsed and result.summary is None:

@@ -76,23 +76,21 @@ class WrapperCallFilter:
         return set(self.functions) | {method for _, method in self.methods}
 
     def may_call(self, text: str) -> bool:
-        present = [name for name in self.short_names() if name in text]
-        if not present:
-            return False
+        """Two cheap scans of `text` (its import statements, its `.name(` calls), then set lookups."""
         words = imported_words(text)
         star = "*" in words
-        for name in present:
-            attribute_call = "." in text and _attribute_call(name, text)
-            if name in self.functions and (name in words or star or attribute_call):
+        if self.functions & words:
+            return True
+        attribute_calls = set(_ATTRIBUTE_CALL.findall(text)) if "." in text else set()
+        if self.functions & attribute_calls:
+            return True
+        for owner, method in self.methods:
+            if method in attribute_calls and (owner in words or star or f".{owner}" in text):
                 return True
-            for owner, method in self.methods:
-                if method == name and attribute_call and (owner in words or star or f".{owner}" in text):
-                    return True
+        if star:
+            return any(re.search(r"(?<![\w.])%s\s*\(" % re.escape(name), text) for name in self.functions if name in text)
         return False
 
 
-def _attribute_call(name: str, text: str) -> bool:
-    """`.name(` is written in `text` (spaces allowed around the dot and before the parenthesis)."""
-    if f".{name}(" in text:
-        return True
-    return re.search(r"\.\s*%s\s*\(" % re.escape(name), text) is not None
+# `.name(`: a call of an attribute (a module's function, a class's method); spaces allowed.
+_ATTRIBUTE_CALL = re.compile(r"\.\s*([A-Za-z_]\w*)\s*\(")
