@@ -7,6 +7,7 @@ strategy (port-fix's default). Codes match by prefix, like ruff: "CP1" selects C
 from __future__ import annotations
 
 import fnmatch
+import functools
 import hashlib
 import json
 import tomllib
@@ -86,7 +87,7 @@ class Config:
             return False
         if path is not None:
             for pattern, codes in self.per_file_ignores:
-                if _matches(path, pattern, self.root) and any(code.startswith(c) for c in codes):
+                if _matches(_match_candidates(path, self.root), pattern) and any(code.startswith(c) for c in codes):
                     return False
         return True
 
@@ -97,7 +98,11 @@ class Config:
         return default
 
     def is_excluded(self, path: str) -> bool:
-        return any(_matches(path, pattern, self.root) for pattern in (*self.exclude, *self.extend_exclude))
+        patterns = (*self.exclude, *self.extend_exclude)
+        if not patterns:
+            return False
+        candidates = _match_candidates(path, self.root)
+        return any(_matches(candidates, pattern) for pattern in patterns)
 
     def fingerprint(self) -> str:
         """A stable digest of every setting that changes results (for the cache key)."""
@@ -114,16 +119,28 @@ class Config:
         return replace(self, **changes)
 
 
-def _matches(path: str, pattern: str, root: Path | None) -> bool:
-    """Glob match on the path relative to the config root, on any path component, or the name."""
+def _match_candidates(path: str, root: Path | None) -> set[str]:
+    """What a pattern may match: the path, its name, any component, and the path relative to the
+    config root (computed once per path, not once per pattern: discovery asks for every file)."""
     pure = PurePath(path)
     candidates = {str(pure), pure.name, *pure.parts}
     if root is not None:
         try:
-            candidates.add(str(Path(path).resolve().relative_to(root.resolve())))
+            candidates.add(str(Path(path).resolve().relative_to(_resolved(root))))
         except (ValueError, OSError):
             pass
-    return any(fnmatch.fnmatchcase(c, pattern) or fnmatch.fnmatchcase(c, pattern.rstrip("/")) for c in candidates)
+    return candidates
+
+
+@functools.lru_cache(maxsize=64)
+def _resolved(root: Path) -> Path:
+    return root.resolve()
+
+
+def _matches(candidates: set[str], pattern: str) -> bool:
+    """Glob match on the path relative to the config root, on any path component, or the name."""
+    bare = pattern.rstrip("/")
+    return any(fnmatch.fnmatchcase(c, pattern) or fnmatch.fnmatchcase(c, bare) for c in candidates)
 
 
 def find_config_file(start: Path) -> Path | None:

@@ -496,6 +496,7 @@ class ProjectIndex:
         return out
 
     def _wrappers_of_wrappers(self) -> None:
+        """The fixed point: a function passing its parameter to a wrapper's mode is a wrapper one level up."""
         for _ in range(_MAX_DEPTH):
             added = False
             for summary in self.modules.values():
@@ -514,12 +515,12 @@ class ProjectIndex:
                                 key, tuple(params), param, _tuple(default), inner.api, line, summary.path, inner.level + 1
                             )
                             added = True
-                            self.__dict__.pop("_definer_table", None)
-                            self.__dict__.pop("_wrapper_memo", None)
-                            self.__dict__.pop("_split_memo", None)
                             break
             if not added:
                 return
+            # One level per round: answers cached in this round may predate its new wrappers.
+            for memo in ("_definer_table", "_wrapper_memo", "_split_memo"):
+                self.__dict__.pop(memo, None)
 
     # -- what the checker asks ---------------------------------------------------------------------
     def mentioned_in(self, text: str) -> bool:
