@@ -112,3 +112,39 @@ def test_star_imports_in_a_cycle_terminate(tmp_path: Path):
     report = check_paths([str(root)], Config(), jobs=1)
     user = next(r for r in report.results if r.path.endswith("user.py"))
     assert [f.code for f in user.findings] == ["CP101"]
+
+
+def test_a_project_subclass_built_in_a_file_without_api_names_is_found(tmp_path: Path):
+    # `layers.Resizer` subclasses nn.Upsample; `model.py` spells no API name at all.
+    root = _tree(tmp_path / "pkg", {
+        "__init__.py": "",
+        "layers.py": "from torch import nn\nclass Resizer(nn.Upsample):\n    pass\n",
+        "model.py": "from pkg.layers import Resizer\nup = Resizer(scale_factor=2, mode='bilinear')\n",
+    })
+    report = check_paths([str(root)], Config(), jobs=1)
+    model = next(r for r in report.results if r.path.endswith("model.py"))
+    assert [f.code for f in model.findings] == ["CP101"]
+
+
+@pytest.mark.parametrize(
+    ("text", "holds"),
+    [
+        pytest.param("import torch.nn.functional as F\ny = F.interpolate(x, scale_factor=2)\n", True, id="call"),
+        pytest.param("from torch.nn.functional import interpolate as up\n", True, id="import"),
+        pytest.param("from torch import nn\nclass U(nn.Upsample):\n    pass\n", True, id="base-class"),
+        pytest.param("x = nn.MaxPool2d(2)\n", True, id="module"),
+        pytest.param("from diffusers import Upsample2D\nself.upsamplers = [Upsample2D(c)]\n", False, id="look-alike-names"),
+        pytest.param("max_pool_size = 3\nuse_conv3d_stem = True\n", False, id="config-words"),
+        pytest.param("x = 1\n", False, id="nothing"),
+    ],
+)
+def test_the_prefilter_wants_a_whole_api_name(text: str, holds: bool):
+    from candle_port.prefilter import may_hold_sites
+
+    assert may_hold_sites(text) is holds
+
+
+def test_every_api_name_contains_a_fragment():
+    from candle_port.analysis.apis import API_NAME_FRAGMENTS, API_SHORT_NAMES
+
+    assert all(any(fragment in name for fragment in API_NAME_FRAGMENTS) for name in API_SHORT_NAMES)

@@ -148,7 +148,7 @@ def check_files_with_index(
         if not summaries:
             return results, None
         index = ProjectIndex([ModuleSummary.from_json(s) for s in summaries])
-        new_names = index.wrapper_short_names() - names_seen
+        new_names = index.called_names() - names_seen
         names_seen |= new_names
         redo: list[int] = []
         digests: dict[str, str] = {}

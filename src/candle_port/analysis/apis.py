@@ -257,6 +257,9 @@ API_NAME_FRAGMENTS = (
     "pool3d",
 )
 
+# The identifier a site must spell (the last part of an API's qualified name): the prefilter's test.
+API_SHORT_NAMES = frozenset(name.rsplit(".", 1)[-1] for name in APIS_BY_QUALIFIED_NAME)
+
 PARTIAL_QUALIFIED_NAMES = frozenset({"functools.partial"})
 
 # The modes candle can run at all (forward) with a backward, per ../shared/candle-ops.md section 3.1.

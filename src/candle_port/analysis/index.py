@@ -523,15 +523,27 @@ class ProjectIndex:
                 self.__dict__.pop(memo, None)
 
     # -- what the checker asks ---------------------------------------------------------------------
+    def called_names(self) -> set[str]:
+        """The names whose call in another module may be a site: wrappers and project subclasses."""
+        return self._wrapper_call_filter().short_names()
+
     def mentioned_in(self, text: str) -> bool:
-        """Whether `text` may call a wrapper through an import: the prefilter for wrapper calls (analysis/mentions.py)."""
+        """Whether `text` may call a wrapper or construct a project subclass of an API through an
+        import: the second pass's prefilter (analysis/mentions.py)."""
+        return self._wrapper_call_filter().may_call(text)
+
+    def _wrapper_call_filter(self):
         found = getattr(self, "_call_filter", None)
         if found is None:
             from candle_port.analysis.mentions import WrapperCallFilter
 
             pairs = [(self._module_of(w.name), w.name) for w in self.wrappers.values()]
+            pairs += [  # project subclasses of a module API: constructing one is a site
+                (name, f"{name}.{cls}") for name, summary in self.modules.items() for cls in summary.classes
+                if self.external_names(f"{name}.{cls}")
+            ]
             found = self._call_filter = WrapperCallFilter.for_names(pairs)
-        return found.may_call(text)
+        return found
 
     def _module_of(self, qualified: str) -> str:
         """The longest indexed module that `qualified` is inside."""
@@ -541,12 +553,6 @@ class ProjectIndex:
             if module in self.modules:
                 return module
         return qualified.rpartition(".")[0]
-
-    def wrapper_short_names(self) -> set[str]:
-        names = getattr(self, "_short", None)
-        if names is None:
-            names = self._short = {w.name.rsplit(".", 1)[-1] for w in self.wrappers.values()}
-        return names
 
     def value_lookup(self, resolver, scope: Scope, module: str):
         """A values.Lookup for names at `scope`: module constants and enum members, here or imported."""
