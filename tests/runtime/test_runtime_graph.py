@@ -46,6 +46,8 @@ CASES_4D = [
     pytest.param(dict(scale_factor=(0.5, 3.0)), ("matmul", "matmul"), torch.float32, False, id="dense"),
     pytest.param(dict(scale_factor=(1.7, 0.6)), ("band", "gather"), torch.float32, False, id="band-gather"),
     pytest.param(dict(scale_factor=1.5), ("index", "index"), torch.float32, False, id="index"),
+    pytest.param(dict(scale_factor=4), ("periodic", "periodic"), torch.float32, False, id="periodic-x4"),
+    pytest.param(dict(scale_factor=2), ("periodic", "periodic"), torch.float32, True, id="periodic-cl"),
     pytest.param(dict(size=(12, 10)), None, torch.float32, True, id="channels-last"),
     pytest.param(dict(size=(12, 10)), ("band", "band"), torch.float32, True, id="channels-last-band"),
     pytest.param(dict(size=(12, 10)), ("index", "index"), torch.float32, True, id="channels-last-index"),
