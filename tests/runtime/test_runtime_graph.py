@@ -43,6 +43,7 @@ CASES_4D = [
     pytest.param(dict(scale_factor=2.5), None, torch.float32, False, id="x2.5-auto"),
     pytest.param(dict(size=(7, 300)), None, torch.float32, False, id="size-long-w-gather"),
     pytest.param(dict(size=(300, 9)), None, torch.float32, False, id="size-long-h-band"),
+    pytest.param(dict(size=(300, 300)), ("band", "bandlast"), torch.float32, False, id="band-left-bandlast"),
     pytest.param(dict(scale_factor=(0.5, 3.0)), ("matmul", "matmul"), torch.float32, False, id="dense"),
     pytest.param(dict(scale_factor=(1.7, 0.6)), ("band", "gather"), torch.float32, False, id="band-gather"),
     pytest.param(dict(scale_factor=1.5), ("index", "index"), torch.float32, False, id="index"),

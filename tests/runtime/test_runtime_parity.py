@@ -149,6 +149,10 @@ LONG_CASES = [
     pytest.param((1, 2, 200, 131), dict(scale_factor=(0.3, 1.7)), id="down-up"),
     pytest.param((1, 1, 129, 129), dict(scale_factor=1.0 / 3.0), id="third"),
     pytest.param((1, 1, 257, 200), dict(scale_factor=2.5, recompute_scale_factor=True), id="recompute"),
+    # upscales of long axes: the last by the block-permuted band, the other by the band
+    # left-multiply (blocks of 25 and 30 tile 1500 and 390; 997 is prime, so padded and cut)
+    pytest.param((1, 3, 300, 260), dict(size=(1500, 390)), id="mask-like"),
+    pytest.param((2, 2, 150, 133), dict(size=(997, 997)), id="prime-out"),
 ]
 
 
