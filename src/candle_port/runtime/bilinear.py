@@ -1,6 +1,6 @@
 """Bilinear / linear resize composed only of ops that candle can differentiate.
 
-The forward graph touching the input uses ``index_select``, ``gather``, ``matmul``, broadcast
+The forward graph touching the input uses ``index_select``, ``gather``, ``matmul``/``bmm``, broadcast
 ``mul``/``add``, ``permute``/``unsqueeze``/``squeeze`` (views), ``clone`` (copy) and ``to``
 (dtype). Everything else (indices, weights, dense interpolation matrices) is built from sizes
 alone and carries no gradient.
@@ -27,9 +27,11 @@ _Scale = Union[float, Sequence[float], None]
 # Per-axis composition, chosen by measurement (bench/runtime_speed.py, 2 threads, float32):
 # * input axis <= _MATMUL_MAX_IN: one GEMM with the dense (out, in) interpolation matrix; it
 #   beats index-and-lerp (fewer passes over memory) while the matrix is short;
-# * longer axes: the last (contiguous) axis uses gather-and-lerp; any other axis uses a banded
-#   matrix cut into blocks of _BAND_BLOCK output rows, each reading a window of L input rows
-#   (index_select of the windows, then one batched GEMM), so the work per output is L, not in.
+# * longer axes: the last (contiguous) axis uses a block-permuted banded matrix when upscaled
+#   ("bandlast") and gather-and-lerp when downscaled; any other axis uses a banded matrix cut
+#   into blocks of output rows, each reading a window of L input rows (index_select of the
+#   windows, then one batched GEMM), so the work per output is L, not in.
+# * before all of these: an integer upscale with exactly repeating weights ("periodic").
 _MATMUL_MAX_IN = 128
 _BAND_BLOCK = 32
 # Block targets (rounded to a divisor of the output size, see _band_block) of the banded GEMMs:
@@ -533,16 +535,30 @@ def upsample_bilinear2d(
     interpolation itself).
 
     **Composition.** W is resampled first, then H (channels_last: H first); an axis whose size
-    does not change is skipped. Per axis, by input length (measured, see ``bench/runtime_speed.py``):
+    does not change is skipped. Per axis (measured, see ``bench/runtime_speed.py`` and
+    ``bench/runtime_table.py``):
 
+    * an integer upscale whose weights repeat exactly (``out = s * in`` and the dense matrix
+      of the repeating form equals ATen's bit for bit: x2, x4, x8 with align_corners=False;
+      not x3, whose ATen weights round differently in every period): inputs in blocks of
+      ``g`` (8 for W, 4 otherwise, halved until it divides the axis); one ``index_select``
+      takes every block's ``g + 2`` clamped neighbours, one GEMM with the fixed
+      (g + 2, g * s) weight matrix writes the block's ``g * s`` outputs in place
+      (``_Periodic``). No gather, no scatter in the backward.
     * ``in <= 128``: one GEMM with the dense (out, in) interpolation matrix ``A``
       (``A[j, i0[j]] = w0[j]``, ``A[j, i1[j]] += w1[j]``): ``x @ A^T`` for W (2-D mm), ``A @ x``
       for H (bmm with ``A`` broadcast over N*C, on the (N*C, H, W_out) view: no copy).
-    * longer last (W) axis: ``w0 * gather(x, -1, i0) + w1 * gather(x, -1, i1)``.
-    * longer other axis (H, or W of a channels_last input): the banded ``A`` cut into blocks of
-      32 output rows, each reading a window of ``L`` consecutive input rows:
-      ``index_select`` of the windows, reshape to (..., nb, L, cols), one batched GEMM with the
-      (nb, 32, L) weights, reshape, ``narrow`` off the padding.
+    * longer last (W) axis, upscaled: the banded ``A`` cut into blocks of about 32 outputs
+      (a divisor of ``out`` when there is one), each reading a window of ``L`` consecutive
+      inputs: ``index_select`` of the windows on the (rows, W) view, one bmm over the blocks
+      (nb, rows, L) @ (nb, L, block), and one copy putting the (nb, rows, block) result back
+      in row order (it moves whole blocks).
+    * longer last axis, downscaled: ``w0 * gather(x, -1, i0) + w1 * gather(x, -1, i1)``.
+    * longer other axis (H, or W of a channels_last input): the banded ``A`` in blocks of
+      about 24 output rows: ``index_select`` of the windows on dim 1 of the (batch, in, rest)
+      view, one matmul (nb, block, L) @ (batch, nb, L, rest), whose result is the output in
+      order; when ``rest < 32`` the axis is moved first and the blocks use one GEMM each
+      over everything else.
 
     channels_last input is processed as its (N, H, W, C) view, so every axis moves whole
     C-vectors, and permuted back (no copy).
@@ -557,18 +573,31 @@ def upsample_bilinear2d(
         //   let y = x.broadcast_matmul(&a_w.t()?)?;              // Op::Matmul (+ Broadcast)
         //   let y = a_h.broadcast_matmul(&y)?;                   // (h_out,h) @ (n,c,h,w_out)
         //
-        // Long W axis, gather-and-lerp (index tensors broadcast to the output shape):
+        // Integer upscale with repeating weights (idx: u32 (nblk * (g+2),), wp: (g+2, g*s)):
+        //   let win = x.reshape((rows, w))?.index_select(&idx, 1)?;      // (rows, nblk*(g+2))
+        //   let y = win.reshape((rows * nblk, g + 2))?.matmul(&wp)?      // (rows*nblk, g*s)
+        //             .reshape((n, c, h, w * s))?;
+        //   H likewise on the (n*c, h, w_out) view: index_select(&idx_h, 1), reshape to
+        //   (n*c*nblk, g+2, w_out), wp_h.t().broadcast_matmul(&win)?, reshape.
+        //
+        // Long upscaled W axis, block-permuted band (win: u32 (nb*L,), wb: (nb, L, block)):
+        //   let xw = x.reshape((rows, w))?.index_select(&win, 1)?.reshape((rows, nb, l))?
+        //             .transpose(0, 1)?;                                  // (nb, rows, l)
+        //   let y = xw.matmul(&wb)?.transpose(0, 1)?.contiguous()?         // (rows, nb, block)
+        //             .reshape((rows, nb * block))?.narrow(1, 0, w_out)?;
+        //
+        // Long downscaled W axis, gather-and-lerp (index tensors broadcast to the output shape):
         //   let idx0 = i0.reshape((1, 1, 1, w_out))?.broadcast_as((n, c, h, w_out))?.contiguous()?;
         //   let g0 = x.contiguous()?.gather(&idx0, 3)?;         // Op::Gather (bwd: scatter_add
         //   let g1 = x.contiguous()?.gather(&idx1, 3)?;         //  into zeros, which is correct)
         //   let y = (g0.broadcast_mul(&w0.reshape((1, 1, 1, w_out))?)?
         //          + g1.broadcast_mul(&w1.reshape((1, 1, 1, w_out))?)?)?;
         //
-        // Long H axis, banded blocks (win: u32 (nb*L,), wb: (nb, 32, L)):
+        // Long H axis, banded blocks (win: u32 (nb*L,), wb: (nb, block, L)):
         //   let xw = y.index_select(&win, 2)?                     // Op::IndexSelect (bwd index_add)
         //             .reshape((n, c, nb, l, w_out))?;
-        //   let out = wb.broadcast_matmul(&xw)?                   // (n, c, nb, 32, w_out)
-        //             .reshape((n, c, nb * 32, w_out))?
+        //   let out = wb.broadcast_matmul(&xw)?                   // (n, c, nb, block, w_out)
+        //             .reshape((n, c, nb * block, w_out))?
         //             .narrow(2, 0, h_out)?;                      // Op::Narrow
         //   (or the same lerp as for W with index_select(&i0_h, 2) / index_select(&i1_h, 2),
         //    weights reshaped to (1, 1, h_out, 1): simplest, slower)
