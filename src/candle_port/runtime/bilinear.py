@@ -31,7 +31,8 @@ _Scale = Union[float, Sequence[float], None]
 #   ("bandlast") and gather-and-lerp when downscaled; any other axis uses a banded matrix cut
 #   into blocks of output rows, each reading a window of L input rows (index_select of the
 #   windows, then one batched GEMM), so the work per output is L, not in.
-# * before all of these: an integer upscale with exactly repeating weights ("periodic").
+# * before all of these: an integer upscale with exactly repeating weights ("periodic"), except
+#   on a short axis with a narrow rest (see _PERIODIC_MIN_REST).
 _MATMUL_MAX_IN = 128
 _BAND_BLOCK = 32
 # Block targets (rounded to a divisor of the output size, see _band_block) of the banded GEMMs:
@@ -49,6 +50,10 @@ _LEFT_MUL_MIN_REST = 32
 # Measured (thread CPU time, 1 thread): 8 for the last axis, 4 for the others.
 _PERIODIC_GROUP_LAST = 8
 _PERIODIC_GROUP = 4
+# ... but a short axis (in <= _MATMUL_MAX_IN) keeps its dense GEMM unless at least this many
+# elements follow it (the H axis of a channels_last input): measured equal work on 1 thread,
+# and the dense GEMM's backward runs on every thread where index_select's index_add may not.
+_PERIODIC_MIN_REST = 4096
 
 
 # ---------------------------------------------------------------------------------------------
@@ -340,7 +345,9 @@ def _resample_axis(
     in_size = x.shape[dim]
     key = (in_size, out_size, align_corners, scale, x.dtype, x.device)
     last = dim == x.dim() - 1
-    if method in (None, "periodic") and x.is_contiguous():
+    rest = math.prod(x.shape[dim + 1 :])
+    short = in_size <= _MATMUL_MAX_IN and rest < _PERIODIC_MIN_REST
+    if (method == "periodic" or (method is None and not short)) and x.is_contiguous():
         group = _PERIODIC_GROUP_LAST if last else _PERIODIC_GROUP
         while in_size % group:
             group //= 2
@@ -357,7 +364,6 @@ def _resample_axis(
     if method in ("matmul", "aa"):
         a = _get_dense_aa(*key) if method == "aa" else _get_dense(*key)
         return apply_matrix(x, dim, a)
-    rest = math.prod(x.shape[dim + 1 :])
     if method == "bandlast" and last and x.is_contiguous():
         # The last axis, banded: every block's window (index_select on dim 1 of the (rows, in)
         # view), one bmm over the blocks with the rows as M, (nb, rows, L) @ (nb, L, block),
@@ -544,7 +550,9 @@ def upsample_bilinear2d(
       ``g`` (8 for W, 4 otherwise, halved until it divides the axis); one ``index_select``
       takes every block's ``g + 2`` clamped neighbours, one GEMM with the fixed
       (g + 2, g * s) weight matrix writes the block's ``g * s`` outputs in place
-      (``_Periodic``). No gather, no scatter in the backward.
+      (``_Periodic``). No gather, no scatter in the backward. A short axis (``in <= 128``)
+      keeps the dense GEMM below unless at least 4096 elements follow it (the H axis of a
+      channels_last input).
     * ``in <= 128``: one GEMM with the dense (out, in) interpolation matrix ``A``
       (``A[j, i0[j]] = w0[j]``, ``A[j, i1[j]] += w1[j]``): ``x @ A^T`` for W (2-D mm), ``A @ x``
       for H (bmm with ``A`` broadcast over N*C, on the (N*C, H, W_out) view: no copy).
