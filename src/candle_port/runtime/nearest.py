@@ -150,11 +150,12 @@ def upsample_nearest_nd(
     input, as ATen's. The output is channels_last (3d) when the input is, like ATen; else
     contiguous; it never aliases ``x``.
 
-    A spatial axis other than W, upscaled by an integer ``s`` whose indices
-    are exactly ``j // s`` (x2, x3, ... in every dtype that rounds them so), is not gathered: after the other axes, every such axis is
-    repeated at once by one copy of a broadcast view (``_repeat_axes``: reshape with a size-1
-    axis after each, ``expand`` to ``s``, reshape), whose backward is a sum over the broadcast
-    axes; measured faster than ``index_select`` (one pass, no index_add in the backward).
+    A spatial axis other than W, upscaled by an integer ``s`` whose indices are exactly
+    ``j // s`` (x2, x3, ... in every dtype that rounds them so), is not gathered: after the
+    other axes, every such axis is repeated at once by one copy of a broadcast view
+    (``_repeat_axes``: reshape with a size-1 axis after each, ``expand`` to ``s``, reshape),
+    whose backward is a sum over the broadcast axes; measured faster than ``index_select``
+    (one pass, no index_add in the backward). W is gathered on the (rows, W) view.
 
     In candle: compute ``idx`` on the host (u32), then ``x.index_select(&idx, axis)?`` per axis;
     an integer-factor axis: ``y.reshape(.., n, 1, ..)?.broadcast_as(.., n, s, ..)?
