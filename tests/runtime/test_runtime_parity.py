@@ -18,8 +18,15 @@ GRAD_ATOL_F64 = 1e-10
 MAX_EXAMPLES = 40
 
 # every composition must be exact on its own, not only the one the size heuristic picks
-METHODS = [None, ("matmul", "matmul"), ("band", "gather"), ("index", "index"), ("band", "band")]
-METHOD_IDS = ["auto", "dense", "band-gather", "index", "band-band"]
+METHODS = [
+    None,
+    ("matmul", "matmul"),
+    ("band", "gather"),
+    ("index", "index"),
+    ("band", "band"),
+    ("periodic", "periodic"),
+]
+METHOD_IDS = ["auto", "dense", "band-gather", "index", "band-band", "periodic"]
 
 _scalar = st.one_of(
     st.integers(1, 4).map(float),
@@ -142,6 +149,10 @@ LONG_CASES = [
     pytest.param((1, 2, 200, 131), dict(scale_factor=(0.3, 1.7)), id="down-up"),
     pytest.param((1, 1, 129, 129), dict(scale_factor=1.0 / 3.0), id="third"),
     pytest.param((1, 1, 257, 200), dict(scale_factor=2.5, recompute_scale_factor=True), id="recompute"),
+    # upscales of long axes: the last by the block-permuted band, the other by the band
+    # left-multiply (blocks of 25 and 30 tile 1500 and 390; 997 is prime, so padded and cut)
+    pytest.param((1, 3, 300, 260), dict(size=(1500, 390)), id="mask-like"),
+    pytest.param((2, 2, 150, 133), dict(size=(997, 997)), id="prime-out"),
 ]
 
 
@@ -181,3 +192,46 @@ def test_gradcheck_and_gradgradcheck(shape, kw, align, methods):
 
     assert torch.autograd.gradcheck(f, (x,), fast_mode=True)
     assert torch.autograd.gradgradcheck(f, (x,), fast_mode=True)
+
+
+# Integer upscales whose weights repeat (x2, x4, x8 with align_corners=False) take one
+# index_select of windows plus one GEMM with a fixed matrix per axis (bilinear._Periodic); the
+# sizes cover every block size (8/4/2/1 inputs per block) and the clamped borders.
+PERIODIC_CASES = [
+    pytest.param((1, 3, 256, 256), dict(size=(1024, 1024)), id="sam-x4"),
+    pytest.param((2, 5, 12, 20), dict(scale_factor=2), id="x2"),
+    pytest.param((1, 2, 7, 6), dict(scale_factor=8), id="x8-odd"),
+    pytest.param((1, 2, 9, 10), dict(scale_factor=(4, 2)), id="x4x2"),
+    pytest.param((1, 2, 10, 7), dict(size=(20, 11)), id="x2-and-other"),
+]
+
+
+@pytest.mark.parametrize(("shape", "kw"), PERIODIC_CASES)
+@pytest.mark.parametrize("cl", [False, True], ids=["nchw", "nhwc"])
+def test_periodic_upscale_parity(shape, kw, cl):
+    x = _input(shape, torch.float64, cl, 1).requires_grad_(True)
+    ref = F.interpolate(x, mode="bilinear", **kw)
+    out = upsample_bilinear2d(x, **kw)
+    assert out.stride() == ref.stride()
+    assert (out - ref).abs().max().item() <= FWD_ATOL_F64
+    g = torch.rand_like(ref)
+    (a,) = torch.autograd.grad(out, x, g)
+    (b,) = torch.autograd.grad(ref, x, g)
+    assert (a - b).abs().max().item() <= GRAD_ATOL_F64
+    for dtype in (torch.float32, torch.float16, torch.bfloat16):
+        xd = x.detach().to(dtype)
+        got, want = upsample_bilinear2d(xd, **kw), F.interpolate(xd, mode="bilinear", **kw)
+        tol = FWD_ATOL_F32 if dtype == torch.float32 else 1e-2
+        assert (got.double() - want.double()).abs().max().item() <= tol, dtype
+
+
+def test_periodic_form_only_where_exact():
+    from candle_port.runtime.bilinear import _periodic
+
+    cpu = torch.device("cpu")
+    assert _periodic(64, 256, False, None, torch.float32, cpu, 4) is not None  # x4
+    assert _periodic(64, 256, False, 4.0, torch.float64, cpu, 8) is not None
+    assert _periodic(64, 128, True, None, torch.float32, cpu, 4) is None  # align_corners
+    assert _periodic(64, 192, False, None, torch.float32, cpu, 4) is None  # x3: ATen's 1/3 rounds
+    assert _periodic(64, 100, False, None, torch.float32, cpu, 4) is None  # not an integer factor
+    assert _periodic(6, 24, False, None, torch.float32, cpu, 4) is None  # block does not divide

@@ -1,6 +1,6 @@
 """Bilinear / linear resize composed only of ops that candle can differentiate.
 
-The forward graph touching the input uses ``index_select``, ``gather``, ``matmul``, broadcast
+The forward graph touching the input uses ``index_select``, ``gather``, ``matmul``/``bmm``, broadcast
 ``mul``/``add``, ``permute``/``unsqueeze``/``squeeze`` (views), ``clone`` (copy) and ``to``
 (dtype). Everything else (indices, weights, dense interpolation matrices) is built from sizes
 alone and carries no gradient.
@@ -27,15 +27,33 @@ _Scale = Union[float, Sequence[float], None]
 # Per-axis composition, chosen by measurement (bench/runtime_speed.py, 2 threads, float32):
 # * input axis <= _MATMUL_MAX_IN: one GEMM with the dense (out, in) interpolation matrix; it
 #   beats index-and-lerp (fewer passes over memory) while the matrix is short;
-# * longer axes: the last (contiguous) axis uses gather-and-lerp; any other axis uses a banded
-#   matrix cut into blocks of _BAND_BLOCK output rows, each reading a window of L input rows
-#   (index_select of the windows, then one batched GEMM), so the work per output is L, not in.
+# * longer axes: the last (contiguous) axis uses a block-permuted banded matrix when upscaled
+#   ("bandlast") and gather-and-lerp when downscaled; any other axis uses a banded matrix cut
+#   into blocks of output rows, each reading a window of L input rows (index_select of the
+#   windows, then one batched GEMM), so the work per output is L, not in.
+# * before all of these: an integer upscale with exactly repeating weights ("periodic"), except
+#   on a short axis with a narrow rest (see _PERIODIC_MIN_REST).
 _MATMUL_MAX_IN = 128
 _BAND_BLOCK = 32
+# Block targets (rounded to a divisor of the output size, see _band_block) of the banded GEMMs:
+# the left-multiply of a non-last axis, and the last axis of an upscale (block-permute, below).
+# Measured on the (1, 3, 1024, 1024) -> (1500, 2000) mask upscale, thread CPU time.
+_BAND_BLOCK_LEFT = 24
+_BAND_BLOCK_LAST = 32
 # A non-last axis with at least this many elements after it is resampled by a left-multiply
 # (bmm with A broadcast over the batch); shorter rows (a channels_last W axis with few channels)
 # move the axis last instead.
 _LEFT_MUL_MIN_REST = 32
+# An integer upscale whose weights repeat exactly (x2, x4, x8 with align_corners=False) is one
+# index_select of windows plus one GEMM with a fixed small matrix (see _Periodic); inputs are
+# taken in blocks of this many (halved until it divides the axis), which sizes that GEMM.
+# Measured (thread CPU time, 1 thread): 8 for the last axis, 4 for the others.
+_PERIODIC_GROUP_LAST = 8
+_PERIODIC_GROUP = 4
+# ... but a short axis (in <= _MATMUL_MAX_IN) keeps its dense GEMM unless at least this many
+# elements follow it (the H axis of a channels_last input): measured equal work on 1 thread,
+# and the dense GEMM's backward runs on every thread where index_select's index_add may not.
+_PERIODIC_MIN_REST = 4096
 
 
 # ---------------------------------------------------------------------------------------------
@@ -126,9 +144,81 @@ def _band(
     scale: Optional[float],
     dtype: torch.dtype,
     device: torch.device,
+    block: int = _BAND_BLOCK,
 ) -> _Band:
     p = _plan(in_size, out_size, align_corners, scale, dtype, device)
-    return _build_band(p, in_size, _BAND_BLOCK)
+    return _build_band(p, in_size, block)
+
+
+def _band_block(out_size: int, target: int) -> int:
+    """The divisor of ``out_size`` in [target / 2, 2 * target] closest to ``target`` (so the
+    blocks tile the axis and no padded row has to be cut off by a copy), else ``target``."""
+    divisors = [d for d in range(max(target // 2, 1), 2 * target + 1) if out_size % d == 0]
+    return min(divisors, key=lambda d: abs(d - target)) if divisors else target
+
+
+class _Periodic(NamedTuple):
+    """An integer upscale whose weights repeat, applied ``group`` inputs at a time: block ``b``
+    reads the ``width = group + taps - 1`` inputs ``index[b * width : (b + 1) * width]``
+    (``clamp(b * group + lo + i)``) and writes its ``group * s`` outputs as
+    ``weight.T @ window``, the same (width, group * s) weights for every block."""
+
+    index: torch.Tensor  # int64 (in / group * width,)
+    weight: torch.Tensor  # (width, group * s)
+    width: int
+    factor: int
+
+
+def _build_periodic(p: AxisPlan, in_size: int, out_size: int, group: int) -> Optional[_Periodic]:
+    """The plan as ``_Periodic`` when it is one exactly: ``out = s * in`` and the dense matrix
+    built from the repeating weights (taps clamped at the borders, as ATen clamps) equals the
+    plan's bit for bit; None otherwise (e.g. x3, whose weights ATen rounds differently in every
+    period, or align_corners=True)."""
+    if out_size % in_size or out_size < 2 * in_size or in_size < 3 or in_size % group:
+        return None
+    s = out_size // in_size
+    k = in_size // 2  # an interior period, away from the clamped borders
+    j = torch.arange(s * k, s * k + s)
+    o0, o1 = p.i0[j] - k, p.i1[j] - k
+    lo, hi = int(o0.min()), int(o1.max())
+    taps = hi - lo + 1
+    width = group + taps - 1
+    # block weights: input g of the block (window rows g .. g + taps - 1) feeds outputs g*s + r
+    weight = torch.zeros(width, group * s, dtype=p.w0.dtype)
+    r = torch.arange(s)
+    for g in range(group):
+        weight.index_put_((o0 - lo + g, g * s + r), p.w0[j], accumulate=True)
+        weight.index_put_((o1 - lo + g, g * s + r), p.w1[j], accumulate=True)
+    nblk = in_size // group
+    index = (torch.arange(nblk)[:, None] * group + lo + torch.arange(width)).clamp(0, in_size - 1)
+    # the dense (out, in) matrix of this form: any mismatch with ATen's plan, even of one ulp
+    # at a border, rejects it
+    rows = torch.arange(out_size).reshape(nblk, 1, group * s).expand(nblk, width, group * s)
+    cols = index.reshape(nblk, width, 1).expand(nblk, width, group * s)
+    vals = weight.reshape(1, width, group * s).expand(nblk, width, group * s)
+    dense = torch.zeros(out_size, in_size, dtype=weight.dtype)
+    dense.index_put_((rows.reshape(-1), cols.reshape(-1)), vals.reshape(-1), accumulate=True)
+    if not torch.equal(dense, _build_dense(p, in_size).cpu()):
+        return None
+    dev = p.i0.device
+    return _Periodic(index.reshape(-1).to(dev), weight.to(dev), width, s)
+
+
+@lru_cache(maxsize=256)
+def _periodic(
+    in_size: int,
+    out_size: int,
+    align_corners: bool,
+    scale: Optional[float],
+    dtype: torch.dtype,
+    device: torch.device,
+    group: int,
+) -> Optional[_Periodic]:
+    p = _plan(in_size, out_size, align_corners, scale, dtype, torch.device("cpu"))
+    got = _build_periodic(p, in_size, out_size, group)
+    if got is None or device == torch.device("cpu"):
+        return got
+    return _Periodic(got.index.to(device), got.weight.to(device), got.width, got.factor)
 
 
 def _constants(builder, *key):
@@ -161,6 +251,10 @@ def _get_dense_aa(*key) -> torch.Tensor:
     return _constants(_dense_aa, *key)
 
 
+def _get_periodic(*key) -> Optional[_Periodic]:
+    return _constants(_periodic, *key)
+
+
 # lru_cache'd builders of the other modes (nearest, bicubic, area) register here.
 _OTHER_CACHES: list = []
 
@@ -173,6 +267,7 @@ def clear_cache() -> None:
     _dense.cache_clear()
     _band.cache_clear()
     _dense_aa.cache_clear()
+    _periodic.cache_clear()
 
 
 # ---------------------------------------------------------------------------------------------
@@ -193,6 +288,24 @@ def _lerp_gather(x: torch.Tensor, p: AxisPlan) -> torch.Tensor:
     g0 = torch.gather(x, -1, p.i0.expand(shape))
     g1 = torch.gather(x, -1, p.i1.expand(shape))
     return g0 * p.w0 + g1 * p.w1
+
+
+def _apply_periodic(x: torch.Tensor, dim: int, pd: _Periodic) -> torch.Tensor:
+    """``x`` (contiguous) upscaled along ``dim`` by the repeating weights: one ``index_select``
+    of every block's window, then one GEMM with the (width, group * s) weights, whose result is
+    already the output in order (each block's outputs side by side)."""
+    n = x.shape[dim]
+    lead = x.shape[:dim]
+    rest = math.prod(x.shape[dim + 1 :])
+    if rest == 1:
+        # the last axis: dim 1 of the (rows, n) view, then (rows * blocks, width) @ weights
+        win = x.reshape(-1, n).index_select(1, pd.index)
+        y = torch.mm(win.reshape(-1, pd.width), pd.weight)
+    else:
+        # dim 1 of the (batch, n, rest) view, then weights.T @ (batch * blocks, width, rest)
+        win = x.reshape(-1, n, rest).index_select(1, pd.index)
+        y = torch.matmul(pd.weight.t(), win.reshape(-1, pd.width, rest))
+    return y.reshape(lead + (n * pd.factor,) + x.shape[dim + 1 :])
 
 
 def apply_matrix(x: torch.Tensor, dim: int, a: torch.Tensor) -> torch.Tensor:
@@ -232,14 +345,49 @@ def _resample_axis(
     in_size = x.shape[dim]
     key = (in_size, out_size, align_corners, scale, x.dtype, x.device)
     last = dim == x.dim() - 1
+    rest = math.prod(x.shape[dim + 1 :])
+    short = in_size <= _MATMUL_MAX_IN and rest < _PERIODIC_MIN_REST
+    if (method == "periodic" or (method is None and not short)) and x.is_contiguous():
+        group = _PERIODIC_GROUP_LAST if last else _PERIODIC_GROUP
+        while in_size % group:
+            group //= 2
+        pd = _get_periodic(*key, group)
+        if pd is not None:
+            return _apply_periodic(x, dim, pd)
     if method is None:
         if in_size <= _MATMUL_MAX_IN:
             method = "matmul"
+        elif last and last_is_contiguous:
+            method = "bandlast" if out_size >= in_size else "gather"
         else:
-            method = "gather" if last and last_is_contiguous else "band"
+            method = "band"
     if method in ("matmul", "aa"):
         a = _get_dense_aa(*key) if method == "aa" else _get_dense(*key)
         return apply_matrix(x, dim, a)
+    if method == "bandlast" and last and x.is_contiguous():
+        # The last axis, banded: every block's window (index_select on dim 1 of the (rows, in)
+        # view), one bmm over the blocks with the rows as M, (nb, rows, L) @ (nb, L, block),
+        # then the (nb, rows, block) result put back in row order (one copy that moves whole
+        # blocks). Measured cheaper than gather-and-lerp for upscales (no scatter_add backward).
+        b = _get_band(*key, _band_block(out_size, _BAND_BLOCK_LAST))
+        rows = math.prod(x.shape[:-1])
+        xw = x.reshape(rows, in_size).index_select(1, b.win).reshape(rows, b.nb, b.length)
+        y = torch.matmul(xw.transpose(0, 1), b.weights.transpose(1, 2))
+        y = y.transpose(0, 1).reshape(rows, b.nb * b.block)
+        if b.nb * b.block != out_size:
+            y = y.narrow(1, 0, out_size)
+        return y.reshape(x.shape[:-1] + (out_size,))
+    if method == "band" and not last and rest >= _LEFT_MUL_MIN_REST and x.is_contiguous():
+        # A banded left-multiply on the (batch, in, rest) view, no copy to move the axis: every
+        # block's window of input rows (index_select on dim 1), then (nb, block, L) @
+        # (batch, nb, L, rest), whose result is already (batch, out, rest) in order.
+        b = _get_band(*key, _band_block(out_size, _BAND_BLOCK_LEFT))
+        batch = math.prod(x.shape[:dim])
+        xw = x.reshape(batch, in_size, rest).index_select(1, b.win).reshape(batch, b.nb, b.length, rest)
+        y = torch.matmul(b.weights, xw).reshape(batch, b.nb * b.block, rest)
+        if b.nb * b.block != out_size:
+            y = y.narrow(1, 0, out_size)
+        return y.reshape(x.shape[:dim] + (out_size,) + x.shape[dim + 1 :])
     if method == "band" and not last:
         # Move the axis first, take every block's window of input rows (one index_select), and
         # run one batched GEMM over the nb blocks: (nb, block, L) @ (nb, L, everything else).
@@ -393,16 +541,32 @@ def upsample_bilinear2d(
     interpolation itself).
 
     **Composition.** W is resampled first, then H (channels_last: H first); an axis whose size
-    does not change is skipped. Per axis, by input length (measured, see ``bench/runtime_speed.py``):
+    does not change is skipped. Per axis (measured, see ``bench/runtime_speed.py`` and
+    ``bench/runtime_table.py``):
 
+    * an integer upscale whose weights repeat exactly (``out = s * in`` and the dense matrix
+      of the repeating form equals ATen's bit for bit: x2, x4, x8 with align_corners=False;
+      not x3, whose ATen weights round differently in every period): inputs in blocks of
+      ``g`` (8 for W, 4 otherwise, halved until it divides the axis); one ``index_select``
+      takes every block's ``g + 2`` clamped neighbours, one GEMM with the fixed
+      (g + 2, g * s) weight matrix writes the block's ``g * s`` outputs in place
+      (``_Periodic``). No gather, no scatter in the backward. A short axis (``in <= 128``)
+      keeps the dense GEMM below unless at least 4096 elements follow it (the H axis of a
+      channels_last input).
     * ``in <= 128``: one GEMM with the dense (out, in) interpolation matrix ``A``
       (``A[j, i0[j]] = w0[j]``, ``A[j, i1[j]] += w1[j]``): ``x @ A^T`` for W (2-D mm), ``A @ x``
       for H (bmm with ``A`` broadcast over N*C, on the (N*C, H, W_out) view: no copy).
-    * longer last (W) axis: ``w0 * gather(x, -1, i0) + w1 * gather(x, -1, i1)``.
-    * longer other axis (H, or W of a channels_last input): the banded ``A`` cut into blocks of
-      32 output rows, each reading a window of ``L`` consecutive input rows:
-      ``index_select`` of the windows, reshape to (..., nb, L, cols), one batched GEMM with the
-      (nb, 32, L) weights, reshape, ``narrow`` off the padding.
+    * longer last (W) axis, upscaled: the banded ``A`` cut into blocks of about 32 outputs
+      (a divisor of ``out`` when there is one), each reading a window of ``L`` consecutive
+      inputs: ``index_select`` of the windows on the (rows, W) view, one bmm over the blocks
+      (nb, rows, L) @ (nb, L, block), and one copy putting the (nb, rows, block) result back
+      in row order (it moves whole blocks).
+    * longer last axis, downscaled: ``w0 * gather(x, -1, i0) + w1 * gather(x, -1, i1)``.
+    * longer other axis (H, or W of a channels_last input): the banded ``A`` in blocks of
+      about 24 output rows: ``index_select`` of the windows on dim 1 of the (batch, in, rest)
+      view, one matmul (nb, block, L) @ (batch, nb, L, rest), whose result is the output in
+      order; when ``rest < 32`` the axis is moved first and the blocks use one GEMM each
+      over everything else.
 
     channels_last input is processed as its (N, H, W, C) view, so every axis moves whole
     C-vectors, and permuted back (no copy).
@@ -417,18 +581,31 @@ def upsample_bilinear2d(
         //   let y = x.broadcast_matmul(&a_w.t()?)?;              // Op::Matmul (+ Broadcast)
         //   let y = a_h.broadcast_matmul(&y)?;                   // (h_out,h) @ (n,c,h,w_out)
         //
-        // Long W axis, gather-and-lerp (index tensors broadcast to the output shape):
+        // Integer upscale with repeating weights (idx: u32 (nblk * (g+2),), wp: (g+2, g*s)):
+        //   let win = x.reshape((rows, w))?.index_select(&idx, 1)?;      // (rows, nblk*(g+2))
+        //   let y = win.reshape((rows * nblk, g + 2))?.matmul(&wp)?      // (rows*nblk, g*s)
+        //             .reshape((n, c, h, w * s))?;
+        //   H likewise on the (n*c, h, w_out) view: index_select(&idx_h, 1), reshape to
+        //   (n*c*nblk, g+2, w_out), wp_h.t().broadcast_matmul(&win)?, reshape.
+        //
+        // Long upscaled W axis, block-permuted band (win: u32 (nb*L,), wb: (nb, L, block)):
+        //   let xw = x.reshape((rows, w))?.index_select(&win, 1)?.reshape((rows, nb, l))?
+        //             .transpose(0, 1)?;                                  // (nb, rows, l)
+        //   let y = xw.matmul(&wb)?.transpose(0, 1)?.contiguous()?         // (rows, nb, block)
+        //             .reshape((rows, nb * block))?.narrow(1, 0, w_out)?;
+        //
+        // Long downscaled W axis, gather-and-lerp (index tensors broadcast to the output shape):
         //   let idx0 = i0.reshape((1, 1, 1, w_out))?.broadcast_as((n, c, h, w_out))?.contiguous()?;
         //   let g0 = x.contiguous()?.gather(&idx0, 3)?;         // Op::Gather (bwd: scatter_add
         //   let g1 = x.contiguous()?.gather(&idx1, 3)?;         //  into zeros, which is correct)
         //   let y = (g0.broadcast_mul(&w0.reshape((1, 1, 1, w_out))?)?
         //          + g1.broadcast_mul(&w1.reshape((1, 1, 1, w_out))?)?)?;
         //
-        // Long H axis, banded blocks (win: u32 (nb*L,), wb: (nb, 32, L)):
+        // Long H axis, banded blocks (win: u32 (nb*L,), wb: (nb, block, L)):
         //   let xw = y.index_select(&win, 2)?                     // Op::IndexSelect (bwd index_add)
         //             .reshape((n, c, nb, l, w_out))?;
-        //   let out = wb.broadcast_matmul(&xw)?                   // (n, c, nb, 32, w_out)
-        //             .reshape((n, c, nb * 32, w_out))?
+        //   let out = wb.broadcast_matmul(&xw)?                   // (n, c, nb, block, w_out)
+        //             .reshape((n, c, nb * block, w_out))?
         //             .narrow(2, 0, h_out)?;                      // Op::Narrow
         //   (or the same lerp as for W with index_select(&i0_h, 2) / index_select(&i1_h, 2),
         //    weights reshaped to (1, 1, h_out, 1): simplest, slower)

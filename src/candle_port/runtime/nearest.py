@@ -8,6 +8,7 @@ whole slices along each axis, so the result is bitwise torch's whatever the dtyp
 
 from __future__ import annotations
 
+import math
 from functools import lru_cache
 from typing import List, Optional
 
@@ -74,6 +75,30 @@ def _nearest_index(
 _OTHER_CACHES.append(_nearest_index)
 
 
+@lru_cache(maxsize=256)
+def _nearest_factor(
+    in_size: int,
+    out_size: int,
+    scale: Optional[float],
+    exact: bool,
+    ndim: int,
+    axis: int,
+    dtype: torch.dtype,
+    device: torch.device,
+) -> int:
+    """``s`` when ATen's source index of this axis is ``j // s`` with ``out == s * in`` (an
+    integer upscale: every input slice repeated ``s`` times), else 0."""
+    if out_size % in_size or out_size < 2 * in_size:
+        return 0
+    index = _nearest_index(in_size, out_size, scale, exact, ndim, axis, dtype, device)
+    s = out_size // in_size
+    ramp = torch.arange(out_size, device=index.device) // s
+    return s if bool((index == ramp).all()) else 0
+
+
+_OTHER_CACHES.append(_nearest_factor)
+
+
 def nearest_index(
     in_size: int,
     out_size: int,
@@ -86,6 +111,25 @@ def nearest_index(
 ) -> Optional[torch.Tensor]:
     """Cached int64 (out,) source indices of one axis (None: unchanged); see ``_nearest_index``."""
     return _constants(_nearest_index, in_size, out_size, scale, exact, ndim, axis, dtype, device)
+
+
+def _repeat_axes(y: torch.Tensor, first: int, factors: List[int]) -> torch.Tensor:
+    """``y`` with spatial axis ``k`` (at ``first + k``) repeated ``factors[k]`` times element by
+    element (0: unchanged): one copy of a broadcast view, ``y[.., i, None, ..].expand(.., s, ..)``
+    reshaped; its backward is the sum over the broadcast axes."""
+    view, expanded, merged = [], [], []
+    for d, n in enumerate(y.shape):
+        k = d - first
+        s = factors[k] if 0 <= k < len(factors) else 0
+        view.append(n)
+        expanded.append(n)
+        if s:
+            view.append(1)
+            expanded.append(s)
+            merged.append(n * s)
+        else:
+            merged.append(n)
+    return y.reshape(view).expand(expanded).reshape(merged)
 
 
 def upsample_nearest_nd(
@@ -106,7 +150,16 @@ def upsample_nearest_nd(
     input, as ATen's. The output is channels_last (3d) when the input is, like ATen; else
     contiguous; it never aliases ``x``.
 
-    In candle: compute ``idx`` on the host (u32), then ``x.index_select(&idx, axis)?`` per axis.
+    A spatial axis other than W, upscaled by an integer ``s`` whose indices are exactly
+    ``j // s`` (x2, x3, ... in every dtype that rounds them so), is not gathered: after the
+    other axes, every such axis is repeated at once by one copy of a broadcast view
+    (``_repeat_axes``: reshape with a size-1 axis after each, ``expand`` to ``s``, reshape),
+    whose backward is a sum over the broadcast axes; measured faster than ``index_select``
+    (one pass, no index_add in the backward). W is gathered on the (rows, W) view.
+
+    In candle: compute ``idx`` on the host (u32), then ``x.index_select(&idx, axis)?`` per axis;
+    an integer-factor axis: ``y.reshape(.., n, 1, ..)?.broadcast_as(.., n, s, ..)?
+    .reshape(.., n * s, ..)?`` (reshape copies the broadcast view; backward sums it).
     """
     ndim = x.dim() - 2
     fmt = layout_of(x)
@@ -116,20 +169,39 @@ def upsample_nearest_nd(
     y = x.permute(0, *range(2, ndim + 2), 1) if channels_last else x
     first = 1 if channels_last else 2
     changed = False
+    factors = [0] * ndim
     for k in reversed(range(ndim)):  # W first: on the smaller tensor when upsampling
-        idx = nearest_index(x.shape[2 + k], out[k], scales[k], exact, ndim, k, x.dtype, x.device)
+        key = (x.shape[2 + k], out[k], scales[k], exact, ndim, k, x.dtype, x.device)
+        idx = nearest_index(*key)
         if idx is None:
             continue
         changed = True
-        if first + k == y.dim() - 1 and y.is_contiguous():
-            # torch's index_select along the last dim of a 4-D tensor was measured 5-30x slower
-            # than along dim 1 of the (rows, W) view (forward and backward)
-            rows = y.reshape(-1, y.shape[-1]).index_select(1, idx)
-            y = rows.reshape(y.shape[:-1] + (out[k],))
+        if k < ndim - 1:
+            # an integer upscale of a spatial axis other than W: repeated below, after every
+            # gather (on the smaller tensor). W is always gathered: the repeat's backward would
+            # sum over a size-s axis with only W (or C) after it, measured 3-4x slower than the
+            # index_add of index_select (bench/runtime_speed.py --modes)
+            factors[k] = _constants(_nearest_factor, *key)
+            if factors[k]:
+                continue
+        d = first + k
+        if y.is_contiguous():
+            # index_select along dim 1 of the (rows, size, inner) view: torch's index_select
+            # along the last dim of a 4-D tensor was measured 5-30x slower than along dim 1 of
+            # the (rows, W) view (forward and backward), and a middle dim of a 4-D/5-D tensor
+            # slower than dim 1 of the 3-D view
+            inner = math.prod(y.shape[d + 1 :])
+            if inner == 1:
+                view = y.reshape(-1, y.shape[d])
+            else:
+                view = y.reshape(-1, y.shape[d], inner)
+            y = view.index_select(1, idx).reshape(y.shape[:d] + (out[k],) + y.shape[d + 1 :])
         else:
-            y = y.index_select(first + k, idx)
+            y = y.index_select(d, idx)
     if not changed:
         return x.clone(memory_format=fmt)
+    if any(factors):
+        y = _repeat_axes(y, first, factors)
     if channels_last:
         y = y.permute(0, ndim + 1, *range(1, ndim + 1))
     return to_layout(y, fmt)
