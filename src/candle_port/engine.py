@@ -13,7 +13,7 @@ from candle_port.config import Config
 from candle_port.discovery import discover
 from candle_port.findings import FileError, FileResult, Finding
 from candle_port.isolation import isolated
-from candle_port.parallel import map_files
+from candle_port.parallel import map_files, workers_inherit_memory
 from candle_port.prefilter import is_vendored_runtime, may_hold_sites
 from candle_port.sources import SourceError, load_source
 
@@ -79,6 +79,8 @@ def _worker_died(path: str, cause: str = "the worker process died") -> FileResul
 
 def _check_chunk(args) -> list[FileResult]:
     paths, config, cache_dir, index, digests, without_sites = args
+    if index == _INHERITED:
+        index = _index_for_workers
     cache = ResultCache(Path(cache_dir), config.fingerprint()) if cache_dir else None
     with _collect_cycles_per_file() as after_each:
         return [
@@ -171,7 +173,7 @@ def check_files_with_index(
         again = map_files(
             _check_chunk,
             [files[i] for i in redo],
-            (config, cache_dir, index.for_workers(), digests, without_sites),
+            (config, cache_dir, _share_with_workers(index.for_workers()), digests, without_sites),
             jobs,
             None,
             on_crash=_worker_died,
@@ -183,6 +185,21 @@ def check_files_with_index(
             if result.parsed and i not in used:
                 used[i] = index.digest_for(result.refs)
     return results, index
+
+
+# The project index reaches forked workers as this global, set before the pool forks: sent with
+# every task instead, its pickle (about 1 MB on the corpus) cost more than the checks it served.
+_INHERITED = "<the index set before the workers forked>"
+_index_for_workers = None
+
+
+def _share_with_workers(index):
+    global _index_for_workers
+    if not workers_inherit_memory():
+        return index
+    index.called_names()  # built once here, not once per worker
+    _index_for_workers = index
+    return _INHERITED
 
 
 def _summarize_value_modules(files: list[str], results: list[FileResult]) -> None:

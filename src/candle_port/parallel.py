@@ -225,6 +225,12 @@ def _can_fork() -> bool:
     return sys.platform.startswith("linux")
 
 
+def workers_inherit_memory() -> bool:
+    """Whether workers are forked from the caller (so a module global set before `map_files`
+    reaches them without being sent with every task)."""
+    return _can_fork()
+
+
 def _pool(workers: int) -> ProcessPoolExecutor:
     # fork on Linux whatever the default (forkserver from Python 3.14): workers start in
     # milliseconds, with the command's state, and a one-process run can afford its worker.
