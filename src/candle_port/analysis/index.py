@@ -497,6 +497,8 @@ class ProjectIndex:
 
     def _wrappers_of_wrappers(self) -> None:
         """The fixed point: a function passing its parameter to a wrapper's mode is a wrapper one level up."""
+        if not self.wrappers:
+            return  # nothing to be a wrapper of (most single files of the first pass)
         for _ in range(_MAX_DEPTH):
             added = False
             for summary in self.modules.values():
