@@ -79,8 +79,9 @@ class WrapperCallFilter:
         """Two cheap scans of `text` (its import statements, its `.name(` calls), then set lookups."""
         words = imported_words(text)
         star = "*" in words
-        if self.functions & words:
-            return True
+        for name in self.functions & words:  # imported by name: called under it or under an alias
+            if f"{name} as " in text or re.search(r"(?<![\w.])%s\s*\(" % re.escape(name), text):
+                return True
         attribute_calls = set(_ATTRIBUTE_CALL.findall(text)) if "." in text else set()
         if self.functions & attribute_calls:
             return True
