@@ -270,32 +270,61 @@ def _pool_batched(x: torch.Tensor, nd: int) -> Tuple[torch.Tensor, bool]:
     return x, False
 
 
+_POOL_MAX_CHUNK = 1 << 24  # window elements (N_chunk * P * K * C) materialised at once
+
+
+def _pool_code_dtype(k: int) -> torch.dtype:
+    """The narrowest integer dtype holding 0..K (window codes)."""
+    return torch.uint8 if k < 256 else torch.int16 if k < 32768 else torch.int32
+
+
+def _pool_max_pick(dv: torch.Tensor, table: _PoolTable) -> torch.Tensor:
+    """Each window's chosen position (N, P, C) (int64, 0..K-1) in ``dv``, the detached input
+    as an (N, S, C) channels-last view (S = flat spatial size; no gradient).
+
+    The windows are taken whole rows of C at a time (``index_select`` along S, fast in this
+    layout) into (N, P, K, C); the maximum is ``amax`` over K and the chosen position is the
+    first element equal to it: ``amax`` over K of ``(win == max) * (K - k)`` (0/1 times a
+    decreasing weight, small integers). That is torch's first maximum; a window holding NaN
+    has a NaN maximum and takes its last NaN instead (ATen's ``val > maxval || isnan(val)``),
+    a correction run only when a maximum is NaN (always when tracing: no branch on data)."""
+    n, c = dv.shape[0], dv.shape[2]
+    p, k = table.windows, table.size
+    code_t = _pool_code_dtype(k)
+    weights = torch.arange(k, 0, -1, dtype=code_t, device=dv.device).reshape(k, 1)
+    tracing = torch._C._len_torch_dispatch_stack() > 0 or torch.compiler.is_compiling()
+    per_batch = max(p * k * c, 1)
+    step = n if tracing else max(1, min(n, _POOL_MAX_CHUNK // per_batch))
+    picks = []
+    for n0 in range(0, n, step):
+        nb = min(step, n - n0)
+        win = dv.narrow(0, n0, nb).index_select(1, table.flat).reshape(nb, p, k, c)
+        top = win.amax(2, keepdim=True)
+        first = ((win == top).to(code_t) * weights).amax(2)  # K - (first equal position)
+        pick = k - first.to(torch.int64)
+        if tracing or bool(top.sum().isnan()):  # inf - inf only costs the correction
+            last_nan = (win.isnan().to(code_t) * weights.flip(0)).amax(2).to(torch.int64)
+            pick = torch.where(last_nan > 0, last_nan - 1, pick)
+        picks.append(pick)
+    return picks[0] if len(picks) == 1 else torch.cat(picks, 0)
+
+
 def _pool_max_apply(
     x: torch.Tensor, table: _PoolTable, out_sizes: Tuple[int, ...], channels_last: bool
 ) -> Tuple[torch.Tensor, torch.Tensor]:
     """Max pool of batched ``x`` (N, C, *S) by an index table: (values, flat indices)."""
     n, c = x.shape[0], x.shape[1]
-    p, k = table.windows, table.size
-    # The choice, without gradient, on the (N, C, S) layout (a copy for channels_last input:
-    # argmax over the last dim is several times faster than over a strided one).
-    sel = x.detach().reshape(n, c, -1)
-    win = sel.index_select(2, table.flat).reshape(n, c, p, k)
-    # argmax keeps the first maximum, as torch's kernels (`val > maxval || isnan(val)`) do for
-    # numbers; for NaN they keep the last NaN of the window. That correction runs only when a
-    # window holds NaN (always when tracing: no branch on data there).
-    pick = win.argmax(3, keepdim=True)
-    value = win.gather(3, pick)
-    tracing = torch._C._len_torch_dispatch_stack() > 0 or torch.compiler.is_compiling()
-    if tracing or bool(value.sum().isnan()):  # a cheap test; inf - inf only costs the fix-up
-        last_nan = (win.isnan() * table.positions).argmax(3, keepdim=True)
-        pick = torch.where(value.isnan(), last_nan, pick)
-    pick = pick.squeeze(3)  # (N, C, P): position inside the window
-    index = table.flat.index_select(0, (pick + table.base).reshape(-1)).reshape(n, c, p)
-    if channels_last:  # gather from the (N, H*W, C) view: the gradient path stays channels_last
-        index = index.transpose(1, 2)
-        out = x.permute(0, 2, 3, 1).reshape(n, -1, c).gather(1, index)
-        shape = (n,) + out_sizes + (c,)
-        return out.reshape(shape).permute(0, 3, 1, 2), index.contiguous().reshape(shape).permute(0, 3, 1, 2)
+    p = table.windows
+    # The choice, without gradient, on the channels-last (N, S, C) layout: a view for
+    # channels_last input, one copy for contiguous input.
+    dv = x.detach().movedim(1, -1).reshape(n, -1, c)
+    pick = _pool_max_pick(dv, table)  # (N, P, C)
+    index = table.flat.index_select(0, (pick + table.base[:, None]).reshape(-1)).reshape(n, p, c)
+    shape = (n,) + out_sizes + (c,)
+    if channels_last:  # gather from the (N, S, C) view: the gradient path stays channels_last
+        out = x.movedim(1, -1).reshape(n, -1, c).gather(1, index)
+        return out.reshape(shape).movedim(-1, 1), index.reshape(shape).movedim(-1, 1)
+    index = index.transpose(1, 2).contiguous()  # (N, C, P)
     out = x.reshape(n, c, -1).gather(2, index)
     return out.reshape((n, c) + out_sizes), index.reshape((n, c) + out_sizes)
 
