@@ -270,7 +270,9 @@ def _pool_batched(x: torch.Tensor, nd: int) -> Tuple[torch.Tensor, bool]:
     return x, False
 
 
-_POOL_MAX_CHUNK = 1 << 24  # window elements (N_chunk * P * K * C) materialised at once
+# Window elements (rows * K * C) materialised per step: small enough to stay in cache and to be
+# reused by the allocator (one large window tensor costs more in page faults than in copying).
+_POOL_MAX_CHUNK = 1 << 20
 
 
 def _pool_code_dtype(k: int) -> torch.dtype:
@@ -278,9 +280,10 @@ def _pool_code_dtype(k: int) -> torch.dtype:
     return torch.uint8 if k < 256 else torch.int16 if k < 32768 else torch.int32
 
 
-def _pool_max_pick(dv: torch.Tensor, table: _PoolTable) -> torch.Tensor:
-    """Each window's chosen position (N, P, C) (int64, 0..K-1) in ``dv``, the detached input
-    as an (N, S, C) channels-last view (S = flat spatial size; no gradient).
+def _pool_max_pick(src: torch.Tensor, flat: torch.Tensor, k: int, tracing: bool) -> torch.Tensor:
+    """The chosen position (0..K-1, int64) of each window: ``src`` is the detached input as an
+    (N, S, C) channels-last view, ``flat`` the windows' flat spatial indices (P * K); returns
+    (N, P, C). No gradient.
 
     The windows are taken whole rows of C at a time (``index_select`` along S, fast in this
     layout) into (N, P, K, C); the maximum is ``amax`` over K and the chosen position is the
@@ -288,25 +291,48 @@ def _pool_max_pick(dv: torch.Tensor, table: _PoolTable) -> torch.Tensor:
     decreasing weight, small integers). That is torch's first maximum; a window holding NaN
     has a NaN maximum and takes its last NaN instead (ATen's ``val > maxval || isnan(val)``),
     a correction run only when a maximum is NaN (always when tracing: no branch on data)."""
-    n, c = dv.shape[0], dv.shape[2]
-    p, k = table.windows, table.size
+    n, c = src.shape[0], src.shape[2]
     code_t = _pool_code_dtype(k)
-    weights = torch.arange(k, 0, -1, dtype=code_t, device=dv.device).reshape(k, 1)
+    weights = torch.arange(k, 0, -1, dtype=code_t, device=src.device).reshape(k, 1)
+    win = src.index_select(1, flat).reshape(n, -1, k, c)
+    top = win.amax(2, keepdim=True)
+    first = _pool_codes(win == top, code_t).mul_(weights).amax(2)  # K - (first equal position)
+    pick = k - first.to(torch.int64)
+    if tracing or bool(top.sum().isnan()):  # inf - inf only costs the correction
+        last_nan = _pool_codes(win.isnan(), code_t).mul_(weights.flip(0)).amax(2).to(torch.int64)
+        pick = torch.where(last_nan > 0, last_nan - 1, pick)
+    return pick
+
+
+def _pool_codes(mask: torch.Tensor, code_t: torch.dtype) -> torch.Tensor:
+    """A bool mask as 0/1 integers of ``code_t`` (a free reinterpretation for uint8)."""
+    return mask.view(torch.uint8) if code_t == torch.uint8 else mask.to(code_t)
+
+
+def _pool_max_index(x: torch.Tensor, table: _PoolTable) -> torch.Tensor:
+    """Flat spatial index (N, P, C) (int64) of each window's chosen element of batched ``x``
+    (N, C, *S). The choice runs on the channels-last (N, S, C) layout (a view for channels_last
+    input, a copy per batch chunk otherwise), in chunks of about ``_POOL_MAX_CHUNK`` window
+    elements (one chunk when tracing)."""
+    n, c = x.shape[0], x.shape[1]
+    p, k = table.windows, table.size
+    xd = x.detach()
     tracing = torch._C._len_torch_dispatch_stack() > 0 or torch.compiler.is_compiling()
-    per_batch = max(p * k * c, 1)
-    step = n if tracing else max(1, min(n, _POOL_MAX_CHUNK // per_batch))
-    picks = []
-    for n0 in range(0, n, step):
-        nb = min(step, n - n0)
-        win = dv.narrow(0, n0, nb).index_select(1, table.flat).reshape(nb, p, k, c)
-        top = win.amax(2, keepdim=True)
-        first = ((win == top).to(code_t) * weights).amax(2)  # K - (first equal position)
-        pick = k - first.to(torch.int64)
-        if tracing or bool(top.sum().isnan()):  # inf - inf only costs the correction
-            last_nan = (win.isnan().to(code_t) * weights.flip(0)).amax(2).to(torch.int64)
-            pick = torch.where(last_nan > 0, last_nan - 1, pick)
-        picks.append(pick)
-    return picks[0] if len(picks) == 1 else torch.cat(picks, 0)
+    if tracing:
+        pick = _pool_max_pick(xd.movedim(1, -1).reshape(n, -1, c), table.flat, k, True)
+        return table.flat.index_select(0, (pick + table.base[:, None]).reshape(-1)).reshape(n, p, c)
+    rows = max(1, _POOL_MAX_CHUNK // (k * c))
+    nb, pc = (max(1, min(n, rows // p)), p) if rows >= p else (1, rows)
+    index = torch.empty((n, p, c), dtype=torch.int64, device=x.device)
+    for n0 in range(0, n, nb):
+        n1 = min(n, n0 + nb)
+        src = xd[n0:n1].movedim(1, -1).reshape(n1 - n0, -1, c)
+        for p0 in range(0, p, pc):
+            p1 = min(p, p0 + pc)
+            pick = _pool_max_pick(src, table.flat[p0 * k : p1 * k], k, False)
+            look = (pick + table.base[p0:p1, None]).reshape(-1)
+            torch.index_select(table.flat, 0, look, out=index[n0:n1, p0:p1].view(-1))
+    return index
 
 
 def _pool_max_apply(
@@ -314,12 +340,7 @@ def _pool_max_apply(
 ) -> Tuple[torch.Tensor, torch.Tensor]:
     """Max pool of batched ``x`` (N, C, *S) by an index table: (values, flat indices)."""
     n, c = x.shape[0], x.shape[1]
-    p = table.windows
-    # The choice, without gradient, on the channels-last (N, S, C) layout: a view for
-    # channels_last input, one copy for contiguous input.
-    dv = x.detach().movedim(1, -1).reshape(n, -1, c)
-    pick = _pool_max_pick(dv, table)  # (N, P, C)
-    index = table.flat.index_select(0, (pick + table.base[:, None]).reshape(-1)).reshape(n, p, c)
+    index = _pool_max_index(x, table)  # (N, P, C)
     shape = (n,) + out_sizes + (c,)
     if channels_last:  # gather from the (N, S, C) view: the gradient path stays channels_last
         out = x.movedim(1, -1).reshape(n, -1, c).gather(1, index)
