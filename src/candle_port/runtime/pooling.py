@@ -296,10 +296,10 @@ def _pool_max_pick(src: torch.Tensor, flat: torch.Tensor, k: int, tracing: bool)
     weights = torch.arange(k, 0, -1, dtype=code_t, device=src.device).reshape(k, 1)
     win = src.index_select(1, flat).reshape(n, -1, k, c)
     top = win.amax(2, keepdim=True)
-    first = _pool_codes(win == top, code_t).mul_(weights).amax(2)  # K - (first equal position)
+    first = (_pool_codes(win == top, code_t) * weights).amax(2)  # K - (first equal position)
     pick = k - first.to(torch.int64)
     if tracing or bool(top.sum().isnan()):  # inf - inf only costs the correction
-        last_nan = _pool_codes(win.isnan(), code_t).mul_(weights.flip(0)).amax(2).to(torch.int64)
+        last_nan = (_pool_codes(win.isnan(), code_t) * weights.flip(0)).amax(2).to(torch.int64)
         pick = torch.where(last_nan > 0, last_nan - 1, pick)
     return pick
 
