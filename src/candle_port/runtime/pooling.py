@@ -90,12 +90,13 @@ def _pool_ints(v: _PoolOptArg, n: int, default: Optional[Tuple[int, ...]] = None
 
 
 def _pool_channels_last(x: torch.Tensor, meta_out: torch.Tensor) -> bool:
-    """Whether torch's output (seen on meta) is channels_last, i.e. whether to pool the
-    (N, H, W, C) view of a 4-D input."""
+    """Whether torch's output (seen on meta) is channels_last(_3d), i.e. whether to pool the
+    channels-last view ((N, H, W, C) / (N, D, H, W, C)) of a batched 4-D / 5-D input."""
+    fmt = {4: torch.channels_last, 5: torch.channels_last_3d}.get(x.dim())
     return (
-        x.dim() == 4
-        and meta_out.dim() == 4
-        and meta_out.is_contiguous(memory_format=torch.channels_last)
+        fmt is not None
+        and meta_out.dim() == x.dim()
+        and meta_out.is_contiguous(memory_format=fmt)
         and not meta_out.is_contiguous()
     )
 
@@ -135,23 +136,22 @@ class _PoolTable(NamedTuple):
     flat: torch.Tensor  # int64 (P * K,): flat input index (h * W + w) of every window element
     windows: int  # P, output positions
     size: int  # K, elements per window (row-major over the window's axes)
-    positions: torch.Tensor  # int32 (K,): 1..K, to find a window's last NaN
     base: torch.Tensor  # int64 (P,): K * arange(P), the offset of each window in ``flat``
 
 
 def _pool_table(rows_per_axis: List[List[List[int]]], in_sizes: Tuple[int, ...], device) -> _PoolTable:
     """Combine per-axis windows into flat indices, window-major then row-major in the window."""
-    if len(rows_per_axis) == 1:
-        t = torch.tensor(rows_per_axis[0], dtype=torch.int64, device=device)
-    else:
-        r = torch.tensor(rows_per_axis[0], dtype=torch.int64, device=device)  # (Ho, kh)
-        c = torch.tensor(rows_per_axis[1], dtype=torch.int64, device=device)  # (Wo, kw)
-        t = r[:, None, :, None] * in_sizes[1] + c[None, :, None, :]  # (Ho, Wo, kh, kw)
+    nd = len(rows_per_axis)
+    t = torch.zeros((), dtype=torch.int64)
+    for i, rows in enumerate(rows_per_axis):
+        r = torch.tensor(rows, dtype=torch.int64)  # (O_i, k_i)
+        shape = [1] * (2 * nd)
+        shape[i], shape[nd + i] = r.shape
+        t = t + r.reshape(shape) * math.prod(in_sizes[i + 1 :])  # (O_0, .., k_0, ..)
     k = math.prod(len(rows[0]) for rows in rows_per_axis)
     p = math.prod(len(rows) for rows in rows_per_axis)
-    positions = torch.arange(1, k + 1, dtype=torch.int32, device=device)
     base = torch.arange(p, dtype=torch.int64, device=device) * k
-    return _PoolTable(t.reshape(-1).contiguous(), p, k, positions, base)
+    return _PoolTable(t.reshape(-1).contiguous().to(device), p, k, base)
 
 
 @lru_cache(maxsize=256)
@@ -399,7 +399,7 @@ def _pool_avg_core(
     x: torch.Tensor, meta: torch.Tensor, nd: int, axes: Sequence[_PoolMatrix], override: Optional[int]
 ) -> torch.Tensor:
     xb, added = _pool_batched(x, nd)
-    cl = not added and _pool_channels_last(x, meta)
+    cl = not added and x.dim() == 4 and _pool_channels_last(x, meta)  # 5-D: generic path
     dtype = x.dtype
     if dtype in (torch.float16, torch.bfloat16):
         xb = xb.to(torch.float32)  # ATen accumulates and divides in float32 for these
@@ -429,8 +429,18 @@ def _pool_max_core(
 # Max pooling.
 
 
+_POOL_MAX_FN = {1: F.max_pool1d, 2: F.max_pool2d, 3: F.max_pool3d}
+_POOL_MAX_WITH_INDICES = {1: F.max_pool1d_with_indices, 2: F.max_pool2d_with_indices, 3: F.max_pool3d_with_indices}
+_POOL_ADAPTIVE_MAX_FN = {1: F.adaptive_max_pool1d, 2: F.adaptive_max_pool2d, 3: F.adaptive_max_pool3d}
+_POOL_ADAPTIVE_MAX_WITH_INDICES = {
+    1: F.adaptive_max_pool1d_with_indices,
+    2: F.adaptive_max_pool2d_with_indices,
+    3: F.adaptive_max_pool3d_with_indices,
+}
+
+
 def _pool_max(nd: int, x, kernel_size, stride, padding, dilation, ceil_mode, return_indices):
-    with_indices = F.max_pool2d_with_indices if nd == 2 else F.max_pool1d_with_indices
+    with_indices = _POOL_MAX_WITH_INDICES[nd]
     meta = _pool_meta(with_indices, x, kernel_size, stride, padding, dilation, ceil_mode, True)
     table = None
     if meta is not None and meta.numel() > 0:
@@ -446,7 +456,7 @@ def _pool_max(nd: int, x, kernel_size, stride, padding, dilation, ceil_mode, ret
         )
         table = _pool_constants(_pool_max_table, *key)
     if table is None or x.numel() == 0 or torch.jit.is_tracing():  # see _pool_meta
-        torch_fn = F.max_pool2d if nd == 2 else F.max_pool1d  # so torch raises or computes
+        torch_fn = _POOL_MAX_FN[nd]  # so torch raises or computes
         return torch_fn(x, kernel_size, stride, padding, dilation, ceil_mode, return_indices)
     out, index = _pool_max_core(x, meta, nd, table)
     return (out, index) if return_indices else out
@@ -666,10 +676,10 @@ def _pool_adaptive_avg(nd: int, torch_fn, x, output_size):
 
 
 def _pool_adaptive_max(nd: int, x, output_size, return_indices):
-    with_indices = F.adaptive_max_pool2d_with_indices if nd == 2 else F.adaptive_max_pool1d_with_indices
+    with_indices = _POOL_ADAPTIVE_MAX_WITH_INDICES[nd]
     meta = _pool_meta(with_indices, x, output_size, True)
     if meta is None or meta.numel() == 0 or x.numel() == 0 or torch.jit.is_tracing():
-        torch_fn = F.adaptive_max_pool2d if nd == 2 else F.adaptive_max_pool1d  # torch raises or computes
+        torch_fn = _POOL_ADAPTIVE_MAX_FN[nd]  # torch raises or computes
         return torch_fn(x, output_size, return_indices)
     key = (tuple(x.shape[-nd:]), tuple(meta.shape[-nd:]), x.device)
     table = _pool_constants(_pool_adaptive_max_table, *key)
