@@ -196,6 +196,7 @@ class _PoolMatrix(NamedTuple):
     count: torch.Tensor  # (out,): torch's divisor along this axis
     bounds: Tuple[Tuple[int, int], ...]  # [lo, hi): the in-bound inputs of each window
     identity: bool  # every window is its own single input: the axis is left as it is
+    tile: int  # k when window o is exactly [o * k, o * k + k) (windows tile the axis), else 0
 
 
 @lru_cache(maxsize=256)
@@ -233,7 +234,10 @@ def _pool_matrix_from(bounds, counts, in_size: int, dtype, device) -> _PoolMatri
     hi = torch.tensor([b[1] for b in bounds], device=device, dtype=torch.int64)
     a = ((cols >= lo[:, None]) & (cols < hi[:, None])).to(dtype)
     identity = len(bounds) == in_size and all(b == (i, i + 1) for i, b in enumerate(bounds))
-    return _PoolMatrix(a, torch.tensor(counts, dtype=dtype, device=device), tuple(bounds), identity)
+    k = bounds[0][1] - bounds[0][0]
+    tile = k if k > 0 and all(b == (o * k, o * k + k) for o, b in enumerate(bounds)) else 0
+    counts_t = torch.tensor(counts, dtype=dtype, device=device)
+    return _PoolMatrix(a, counts_t, tuple(bounds), identity, tile)
 
 
 @lru_cache(maxsize=256)
@@ -383,6 +387,35 @@ def _pool_sum_apply(x: torch.Tensor, axes: Sequence[_PoolMatrix], channels_last:
     return y.clone() if y is x else y
 
 
+# Without a gradient to compute, tiles up to this size are summed by adds of views (the fastest
+# forward); else by ``sum`` over the split axis, whose backward is one expand (the backward of
+# each narrow would allocate and fill an input-sized gradient).
+_POOL_TILE_ADDS = 4
+
+
+def _pool_sum_tiled(x: torch.Tensor, axes: Sequence[_PoolMatrix]) -> torch.Tensor:
+    """Window sums of a channels_last (N, C, H, W) ``x`` whose windows tile each axis (window
+    ``o`` is ``[o * k, o * k + k)``: adaptive pools with ``in % out == 0``, avg pools with
+    ``kernel == stride`` and no padding): on the (N, H, W, C) view, each axis is split into
+    (out, k) and summed over k (``sum``; or its k slices added, ``narrow`` + ``add``, when no
+    gradient is needed). Each output adds only its window's own elements, so inf / NaN behave
+    as in torch's kernel."""
+    adds = not (torch.is_grad_enabled() and x.requires_grad)
+    v = x.permute(0, 2, 3, 1)
+    for dim, m in ((1, axes[0]), (2, axes[1])):
+        k, out = m.tile, m.matrix.shape[0]
+        v = v.narrow(dim, 0, out * k)
+        v = v.reshape(v.shape[:dim] + (out, k) + v.shape[dim + 1 :])
+        if not adds or k > _POOL_TILE_ADDS:
+            v = v.sum(dim + 1)
+            continue
+        y = v.narrow(dim + 1, 0, 1)
+        for j in range(1, k):
+            y = y + v.narrow(dim + 1, j, 1)
+        v = y.squeeze(dim + 1)
+    return v.permute(0, 3, 1, 2)
+
+
 def _pool_sum_taps(x: torch.Tensor, axes: Sequence[_PoolMatrix], channels_last: bool) -> torch.Tensor:
     """The same window sums by taps (input with inf / NaN): each window adds only its own
     elements, as torch's kernels do (see ``_taps``)."""
@@ -403,7 +436,9 @@ def _pool_avg_core(
     dtype = x.dtype
     if dtype in (torch.float16, torch.bfloat16):
         xb = xb.to(torch.float32)  # ATen accumulates and divides in float32 for these
-    if finite_input(xb):
+    if cl and all(a.tile for a in axes):  # adds of views: no 0 * inf, no finiteness test
+        y = _pool_sum_tiled(xb, axes)
+    elif finite_input(xb):
         y = _pool_sum_apply(xb, axes, cl)
     else:
         y = _pool_sum_taps(xb, axes, cl)
