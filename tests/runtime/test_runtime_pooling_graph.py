@@ -50,6 +50,7 @@ ALLOWED = {
     "where": "where_cond on integer indices (no gradient)",
     "amax": "max_keepdim (Reduce Max) of the detached windows: the maximum to compare with",
     "eq": "eq (Op::Cmp, u8): which window elements equal the maximum",
+    "ne": "ne (Op::Cmp, u8): x != x marks the NaN of a window",
     "gt": "gt (Op::Cmp, u8) on integer codes",
     "sub": "broadcast_sub on integer codes (u8 / u32 / i64)",
     "rsub": "broadcast_sub on integer codes (scalar minus codes)",
@@ -60,7 +61,7 @@ FORBIDDEN_HINTS = ("pool", "scatter", "index_put", "im2col", "unfold")
 FORBIDDEN = {"max", "maximum", "min", "amin", "sort", "topk"}  # anywhere in the graph
 # ops allowed only off the gradient path (they would give candle a wrong or no gradient otherwise:
 # candle's Reduce Max gives every tied element the full gradient)
-NO_GRAD_ONLY = {"argmax", "isnan", "where", "amax", "eq", "gt", "rsub"}
+NO_GRAD_ONLY = {"argmax", "isnan", "where", "amax", "eq", "ne", "gt", "rsub"}
 
 CASES = [
     pytest.param(lambda x: P.max_pool2d(x, 3, 2, 1, return_indices=True), (2, 3, 9, 8), False, id="max2d"),

@@ -279,11 +279,6 @@ def _pool_batched(x: torch.Tensor, nd: int) -> Tuple[torch.Tensor, bool]:
 _POOL_MAX_CHUNK = 1 << 20
 
 
-def _pool_code_dtype(k: int) -> torch.dtype:
-    """The narrowest integer dtype holding 0..K (window codes)."""
-    return torch.uint8 if k < 256 else torch.int16 if k < 32768 else torch.int32
-
-
 def _pool_max_pick(src: torch.Tensor, flat: torch.Tensor, k: int, tracing: bool) -> torch.Tensor:
     """The chosen position (0..K-1, int64) of each window: ``src`` is the detached input as an
     (N, S, C) channels-last view, ``flat`` the windows' flat spatial indices (P * K); returns
@@ -292,25 +287,30 @@ def _pool_max_pick(src: torch.Tensor, flat: torch.Tensor, k: int, tracing: bool)
     The windows are taken whole rows of C at a time (``index_select`` along S, fast in this
     layout) into (N, P, K, C); the maximum is ``amax`` over K and the chosen position is the
     first element equal to it: ``amax`` over K of ``(win == max) * (K - k)`` (0/1 times a
-    decreasing weight, small integers). That is torch's first maximum; a window holding NaN
-    has a NaN maximum and takes its last NaN instead (ATen's ``val > maxval || isnan(val)``),
-    a correction run only when a maximum is NaN (always when tracing: no branch on data)."""
+    decreasing weight; the comparison is written as floats, which torch vectorises, unlike a
+    bool result). That is torch's first maximum; a window holding NaN has a NaN maximum and
+    takes its last NaN instead (ATen's ``val > maxval || isnan(val)``), a correction run only
+    when a maximum is NaN (always when tracing: no branch on data)."""
     n, c = src.shape[0], src.shape[2]
-    code_t = _pool_code_dtype(k)
+    code_t = torch.float32 if src.dtype in (torch.float16, torch.bfloat16) else src.dtype
     weights = torch.arange(k, 0, -1, dtype=code_t, device=src.device).reshape(k, 1)
     win = src.index_select(1, flat).reshape(n, -1, k, c)
     top = win.amax(2, keepdim=True)
-    first = (_pool_codes(win == top, code_t) * weights).amax(2)  # K - (first equal position)
+    first = (_pool_flag(torch.eq, win, top, code_t, tracing) * weights).amax(2)  # K - first equal
     pick = k - first.to(torch.int64)
     if tracing or bool(top.sum().isnan()):  # inf - inf only costs the correction
-        last_nan = (_pool_codes(win.isnan(), code_t) * weights.flip(0)).amax(2).to(torch.int64)
+        last_nan = (_pool_flag(torch.ne, win, win, code_t, tracing) * weights.flip(0)).amax(2)
+        last_nan = last_nan.to(torch.int64)
         pick = torch.where(last_nan > 0, last_nan - 1, pick)
     return pick
 
 
-def _pool_codes(mask: torch.Tensor, code_t: torch.dtype) -> torch.Tensor:
-    """A bool mask as 0/1 integers of ``code_t`` (a free reinterpretation for uint8)."""
-    return mask.view(torch.uint8) if code_t == torch.uint8 else mask.to(code_t)
+def _pool_flag(cmp, a: torch.Tensor, b: torch.Tensor, dtype: torch.dtype, tracing: bool) -> torch.Tensor:
+    """``cmp(a, b)`` as 0/1 of ``dtype`` (written straight into a float tensor outside tracing:
+    torch vectorises comparisons with a float result, not with a bool one)."""
+    if tracing:
+        return cmp(a, b).to(dtype)
+    return cmp(a, b, out=torch.empty(a.shape, dtype=dtype, device=a.device))
 
 
 def _pool_max_index(x: torch.Tensor, table: _PoolTable) -> torch.Tensor:
