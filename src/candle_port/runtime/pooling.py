@@ -277,6 +277,7 @@ def _pool_batched(x: torch.Tensor, nd: int) -> Tuple[torch.Tensor, bool]:
 # Window elements (rows * K * C) materialised per step: small enough to stay in cache and to be
 # reused by the allocator (one large window tensor costs more in page faults than in copying).
 _POOL_MAX_CHUNK = 1 << 20
+_POOL_MAX_CHUNK_MIN = 1 << 14
 
 
 def _pool_max_pick(src: torch.Tensor, flat: torch.Tensor, k: int, tracing: bool) -> torch.Tensor:
@@ -329,7 +330,9 @@ def _pool_max_index(x: torch.Tensor, table: _PoolTable, channels_last: bool) -> 
         pick = _pool_max_pick(xd.movedim(1, -1).reshape(n, -1, c), table.flat, k, True)
         index = flat.index_select(0, (pick + table.base[:, None]).reshape(-1)).reshape(n, p, c)
         return index + torch.arange(c, device=x.device) if channels_last else index
-    rows = max(1, _POOL_MAX_CHUNK // (k * c))
+    # chunks of at most a quarter of the input too: the window, its flags and (for contiguous
+    # input) the transposed batch stay well under torch's own peak (output, indices, gradient)
+    rows = max(1, min(_POOL_MAX_CHUNK, max(x.numel() // 4, _POOL_MAX_CHUNK_MIN)) // (k * c))
     nb, pc = (max(1, min(n, rows // p)), p) if rows >= p else (1, rows)
     index = torch.empty((n, p, c), dtype=torch.int64, device=x.device)
     channel = torch.arange(c, device=x.device)
