@@ -495,15 +495,20 @@ TILED = [
     pytest.param(P.adaptive_avg_pool2d, F.adaptive_avg_pool2d, ((2, 1),), (2, 5, 6, 9), id="adaptive-large-tile-w"),
     pytest.param(P.avg_pool2d, F.avg_pool2d, (2,), (2, 5, 9, 11), id="avg-k2-drops-last-row"),
     pytest.param(P.avg_pool2d, F.avg_pool2d, (3, 3, 0, False, True, 5), (2, 5, 12, 12), id="avg-k3-divisor"),
+    # stride 1 (without a gradient: adds of shifted views of the zero-padded input)
+    pytest.param(P.avg_pool2d, F.avg_pool2d, (3, 1, 1), (2, 5, 9, 11), id="avg-k3s1p1"),
+    pytest.param(P.avg_pool2d, F.avg_pool2d, ((3, 5), 1, (1, 2), False, False), (2, 5, 9, 11), id="avg-s1-exclude-pad"),
+    pytest.param(P.avg_pool2d, F.avg_pool2d, ((2, 1), 1, (1, 0)), (2, 5, 9, 11), id="avg-k2s1p1"),
 ]
 
 
 @pytest.mark.parametrize("grad", [False, True], ids=["no-grad", "grad"])
 @pytest.mark.parametrize(("ours", "theirs", "args", "shape"), TILED)
-def test_tiled_channels_last_avg_windows_match_torch_with_inf_and_nan(ours, theirs, args, shape, grad):
+def test_channels_last_avg_view_sums_match_torch_with_inf_and_nan(ours, theirs, args, shape, grad):
     """Windows that tile both axes of a channels_last input are summed by adds (no gradient
-    needed) or ``sum`` over the split axis: values, inf / NaN masks, gradient and strides as
-    torch's, with no finiteness test."""
+    needed) or ``sum`` over the split axis; stride-1 windows by adds of shifted views (no
+    gradient needed): values, inf / NaN masks, gradient and strides as torch's, with no
+    finiteness test."""
     x = _distinct(shape).contiguous(memory_format=torch.channels_last)
     x[0, 1, 2, 3], x[1, 2, 4, 4], x[1, 3, 5, 5] = float("inf"), float("nan"), -float("inf")
     x.requires_grad_(grad)

@@ -40,6 +40,7 @@ ALLOWED = {
     "transpose": "transpose (Op::Transpose)",
     "t": "t (Op::Transpose)",
     "slice": "narrow (Op::Narrow)",
+    "constant_pad_nd": "pad_with_zeros (cat with zeros; backward narrow, exact)",
     "clone": "copy / contiguous (Op::Copy)",
     "_to_copy": "to_dtype (Op::ToDType)",
     "alias": "view (no op)",

@@ -429,6 +429,44 @@ def _pool_sum_tiled(x: torch.Tensor, axes: Sequence[_PoolMatrix]) -> torch.Tenso
     return v.permute(0, 3, 1, 2)
 
 
+@lru_cache(maxsize=256)
+def _pool_shift(m: _PoolMatrix) -> Optional[Tuple[int, int]]:
+    """(k, p) when window o is ``[o - p, o - p + k)`` clipped to the input (stride 1, zero
+    padding p, every window inside the padded input), else None."""
+    out, n = m.matrix.shape
+    k = max(hi - lo for lo, hi in m.bounds)
+    if (out - n + k - 1) % 2 or out - n + k - 1 < 0:
+        return None
+    p = (out - n + k - 1) // 2
+    ok = all(b == (max(o - p, 0), min(o - p + k, n)) for o, b in enumerate(m.bounds))
+    return (k, p) if ok else None
+
+
+def _pool_sum_shifted(x: torch.Tensor, axes: Sequence[_PoolMatrix]) -> torch.Tensor:
+    """Window sums of a channels_last (N, C, H, W) ``x`` with stride-1 windows (see
+    ``_pool_shift``), when no gradient is needed: per axis, the (N, H, W, C) view zero-padded
+    by p on both sides (one copy) and its k shifted ``narrow`` views added. Each output adds only
+    its window's elements and zeros, so inf / NaN behave as in torch's kernel. (With a gradient,
+    the GEMMs are cheaper: each narrow's backward would fill a padded-size gradient.)"""
+    v = x.permute(0, 2, 3, 1)
+    for dim, m in ((1, axes[0]), (2, axes[1])):
+        shift = _pool_shift(m)
+        assert shift is not None
+        k, p = shift
+        if k == 1 and p == 0:
+            continue
+        out = m.matrix.shape[0]
+        pad = [0, 0, 0, 0, 0, 0]
+        pad[2 * (3 - dim)] = pad[2 * (3 - dim) + 1] = p  # F.pad lists the last dim first
+        vp = F.pad(v, pad) if p else v
+        y = vp.narrow(dim, 0, out) + vp.narrow(dim, 1, out) if k > 1 else vp.narrow(dim, 0, out).clone()
+        tracing = torch._C._len_torch_dispatch_stack() > 0 or torch.compiler.is_compiling()
+        for j in range(2, k):
+            y = y + vp.narrow(dim, j, out) if tracing else y.add_(vp.narrow(dim, j, out))
+        v = y
+    return v.permute(0, 3, 1, 2)
+
+
 def _pool_sum_taps(x: torch.Tensor, axes: Sequence[_PoolMatrix], channels_last: bool) -> torch.Tensor:
     """The same window sums by taps (input with inf / NaN): each window adds only its own
     elements, as torch's kernels do (see ``_taps``)."""
@@ -451,6 +489,8 @@ def _pool_avg_core(
         xb = xb.to(torch.float32)  # ATen accumulates and divides in float32 for these
     if cl and all(a.tile for a in axes):  # adds of views: no 0 * inf, no finiteness test
         y = _pool_sum_tiled(xb, axes)
+    elif cl and not (torch.is_grad_enabled() and xb.requires_grad) and all(_pool_shift(a) for a in axes):
+        y = _pool_sum_shifted(xb, axes)  # stride 1, forward only: adds of shifted views
     elif finite_input(xb):
         y = _pool_sum_apply(xb, axes, cl)
     else:
