@@ -6,10 +6,14 @@ adaptive pooling (../shared/candle-ops.md, section 2.1). These functions equal t
 indices, gradient and memory format, and touch the input only through:
 
 * max pools: ``gather`` (one per call, on the input viewed with flattened spatial dims); the
-  choice of the gathered element is computed without gradient from a detached copy
-  (``index_select`` of the windows, ``argmax``, integer look-ups);
+  choice of the gathered element is computed without gradient from the detached input, in its
+  channels-last (N, S, C) layout and in cache-sized chunks (``index_select`` of the windows,
+  ``amax``, the first element equal to it, integer look-ups);
 * average pools: ``matmul`` with 0/1 window matrices per spatial axis, then a division by
-  torch's divisor (a constant tensor), in float32 for float16 / bfloat16 input.
+  torch's divisor (a constant tensor), in float32 for float16 / bfloat16 input. channels_last
+  input whose windows tile the axes sums views instead (``narrow`` + ``add``, or ``sum`` over
+  the split axis), and so does channels_last stride-1 pooling when no gradient is needed
+  (shifted ``narrow`` views of the zero-padded input).
 
 Index tables, window matrices and divisors depend on sizes and arguments only; they are built
 once per key (cached) and carry no gradient. Arguments are checked by running torch's own op on a
@@ -574,14 +578,18 @@ def max_pool2d(
 
     **Composition.** Once per (sizes, arguments, device), a host-built table ``T`` (P, K) of flat
     input indices for each output position's window (K = k_h * k_w, out-of-input positions
-    replaced by the window's first / last in-bound element). Then, on ``xf = x.reshape(N, C,
-    H*W)``: ``win = xf.detach().index_select(2, T.flatten()).reshape(N, C, P, K)``,
-    ``pick = win.argmax(-1)`` (no gradient), ``idx = T.flatten()[pick + K * arange(P)]``
-    (integers), ``out = xf.gather(2, idx)``: the only op on the gradient path is ``gather``,
-    whose backward scatters into zeros, i.e. torch's max-pool backward. channels_last input
-    picks on a contiguous copy (no gradient) and gathers from its (N, H*W, C) view (dim 1).
+    replaced by the window's first / last in-bound element). Then, without gradient, on the
+    channels-last view ``xv`` (N, H*W, C) of ``x.detach()`` (a copy for contiguous input), in
+    chunks of batches / window rows: ``win = xv.index_select(1, T.flatten()).reshape(N, P, K,
+    C)``, ``top = win.amax(2)``, ``pick`` = the first ``k`` with ``win[:, :, k] == top`` (``amax``
+    over K of ``(win == top) * (K - k)``; the window's last NaN when ``top`` is NaN), ``idx =
+    T.flatten()[pick + K * arange(P)]`` (integers). Then ``out = x.reshape(N, C, H*W).gather(2,
+    idx)`` (channels_last input: a gather along the last dim of its (N, H*W*C) view): the only
+    op on the gradient path is ``gather``, whose backward scatters into zeros, i.e. torch's
+    max-pool backward.
 
-    The same in candle (Rust), for ``x: Tensor`` (n, c, h, w)::
+    The same choice in candle (Rust), where argmax keeps the first maximum, for ``x: Tensor``
+    (n, c, h, w)::
 
         // Host side, once: t (u32, P*K), base = (0..P) * K (u32, P), positions = 1..=K (u32).
         let xf = x.reshape((n, c, h * w))?;
