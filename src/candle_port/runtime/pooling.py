@@ -280,14 +280,14 @@ def _pool_batched(x: torch.Tensor, nd: int) -> Tuple[torch.Tensor, bool]:
 
 # Window elements (rows * K * C) materialised per step: small enough to stay in cache and to be
 # reused by the allocator (one large window tensor costs more in page faults than in copying).
-_POOL_MAX_CHUNK = 1 << 20
+_POOL_MAX_CHUNK = 1 << 21
 _POOL_MAX_CHUNK_MIN = 1 << 14
 
 
-def _pool_max_pick(src: torch.Tensor, flat: torch.Tensor, k: int, tracing: bool) -> torch.Tensor:
-    """The chosen position (0..K-1, int64) of each window: ``src`` is the detached input as an
-    (N, S, C) channels-last view, ``flat`` the windows' flat spatial indices (P * K); returns
-    (N, P, C). No gradient.
+def _pool_max_pick(src: torch.Tensor, flat: torch.Tensor, base: torch.Tensor, k: int, tracing: bool) -> torch.Tensor:
+    """The chosen element of each window, as its position in ``flat`` (int64, ``base[p] + 0..K-1``):
+    ``src`` is the detached input as an (N, S, C) channels-last view, ``flat`` the windows' flat
+    spatial indices (P * K), ``base`` = K * (window number) (P,); returns (N, P, C). No gradient.
 
     The windows are taken whole rows of C at a time (``index_select`` along S, fast in this
     layout) into (N, P, K, C); the maximum is ``amax`` over K and the chosen position is the
@@ -302,11 +302,11 @@ def _pool_max_pick(src: torch.Tensor, flat: torch.Tensor, k: int, tracing: bool)
     win = src.index_select(1, flat).reshape(n, -1, k, c)
     top = win.amax(2, keepdim=True)
     first = (_pool_flag(torch.eq, win, top, code_t, tracing) * weights).amax(2)  # K - first equal
-    pick = k - first.to(torch.int64)
+    pick = (base + k)[:, None] - first.to(torch.int64)
     if tracing or bool(top.sum().isnan()):  # inf - inf only costs the correction
         last_nan = (_pool_flag(torch.ne, win, win, code_t, tracing) * weights.flip(0)).amax(2)
         last_nan = last_nan.to(torch.int64)
-        pick = torch.where(last_nan > 0, last_nan - 1, pick)
+        pick = torch.where(last_nan > 0, base[:, None] + last_nan - 1, pick)
     return pick
 
 
@@ -331,8 +331,8 @@ def _pool_max_index(x: torch.Tensor, table: _PoolTable, channels_last: bool) -> 
     flat = table.flat * c if channels_last else table.flat
     tracing = torch._C._len_torch_dispatch_stack() > 0 or torch.compiler.is_compiling()
     if tracing:
-        pick = _pool_max_pick(xd.movedim(1, -1).reshape(n, -1, c), table.flat, k, True)
-        index = flat.index_select(0, (pick + table.base[:, None]).reshape(-1)).reshape(n, p, c)
+        pick = _pool_max_pick(xd.movedim(1, -1).reshape(n, -1, c), table.flat, table.base, k, True)
+        index = flat.index_select(0, pick.reshape(-1)).reshape(n, p, c)
         return index + torch.arange(c, device=x.device) if channels_last else index
     # chunks of at most a quarter of the input too: the window, its flags and (for contiguous
     # input) the transposed batch stay well under torch's own peak (output, indices, gradient)
@@ -345,10 +345,9 @@ def _pool_max_index(x: torch.Tensor, table: _PoolTable, channels_last: bool) -> 
         src = xd[n0:n1].movedim(1, -1).reshape(n1 - n0, -1, c)
         for p0 in range(0, p, pc):
             p1 = min(p, p0 + pc)
-            pick = _pool_max_pick(src, table.flat[p0 * k : p1 * k], k, False)
-            look = (pick + table.base[p0:p1, None]).reshape(-1)
+            pick = _pool_max_pick(src, table.flat[p0 * k : p1 * k], table.base[: p1 - p0], k, False)
             part = index[n0:n1, p0:p1]
-            torch.index_select(flat, 0, look, out=part.view(-1))
+            torch.index_select(flat[p0 * k : p1 * k], 0, pick.reshape(-1), out=part.view(-1))
             if channels_last:
                 part.add_(channel)
     return index
