@@ -1,6 +1,6 @@
 """The runtime's speed table: every op at shapes from real models vs torch's native op, same run.
 
-    python bench/runtime_table.py [--rounds 7] [--threads 2] [--only SUBSTRING] [--no-memory]
+    python bench/runtime_table.py [--rounds 7] [--threads 2] [--only SUBSTRING] [--no-memory] [--cpu-time]
 
 For each row (float32, CPU, ``torch.set_num_threads(2)``): the forward ratio (no_grad), the
 forward+backward ratio (``y.backward(g)`` with a fixed ``g``) and the peak-memory ratio of one
@@ -10,6 +10,12 @@ the mean of enough calls to last ~0.1 s; the ratio shown is the median of the pe
 other processes share the cores). Memory: peak bytes held by torch's CPU allocator during one
 forward+backward above what was held before (profiler memory events), input excluded.
 The last line gives the median of each ratio column and the largest one.
+
+``--cpu-time`` times with the process CPU clock instead of the wall clock: with ``--threads 1``
+that is the work done, which other processes on the cores disturb far less. (On cores shared
+with other jobs, every multi-threaded op can wait a scheduler slice for its second thread: a
+1M-float add measured 0.3 ms on 1 thread and 7.8 ms on 2 under load 3, so wall-clock ratios on
+2 threads then count ops more than work.)
 """
 
 from __future__ import annotations
@@ -74,18 +80,21 @@ ROWS = [
 ]
 
 
+CLOCK = time.perf_counter  # --cpu-time: time.process_time
+
+
 def _calibrate(fn, min_time: float) -> int:
     fn()
-    t0 = time.perf_counter()
+    t0 = CLOCK()
     fn()
-    return max(1, int(min_time / max(time.perf_counter() - t0, 1e-6)))
+    return max(1, int(min_time / max(CLOCK() - t0, 1e-6)))
 
 
 def _run(fn, n: int) -> float:
-    t0 = time.perf_counter()
+    t0 = CLOCK()
     for _ in range(n):
         fn()
-    return (time.perf_counter() - t0) / n
+    return (CLOCK() - t0) / n
 
 
 def paired(native, ours, rounds: int, min_time: float = 0.1):
@@ -145,10 +154,15 @@ def main() -> None:
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--only", default="", help="rows whose name contains this")
     ap.add_argument("--no-memory", action="store_true")
+    ap.add_argument("--cpu-time", action="store_true", help="process CPU time instead of wall time")
     args = ap.parse_args()
+    if args.cpu_time:
+        global CLOCK
+        CLOCK = time.process_time
     torch.set_num_threads(args.threads)
     torch.manual_seed(0)
-    print(f"torch {torch.__version__}, {torch.get_num_threads()} threads, float32, median of {args.rounds} paired rounds")
+    clock = "process CPU time" if args.cpu_time else "wall time"
+    print(f"torch {torch.__version__}, {torch.get_num_threads()} threads, float32, {clock}, median of {args.rounds} paired rounds")
     print("| op and shape | input | native fwd ms | fwd ratio | native f+b ms | f+b ratio | memory ratio |")
     print("|---|---|---:|---:|---:|---:|---:|")
     cols = ([], [], [])

@@ -282,6 +282,7 @@ def _pool_batched(x: torch.Tensor, nd: int) -> Tuple[torch.Tensor, bool]:
 # reused by the allocator (one large window tensor costs more in page faults than in copying).
 _POOL_MAX_CHUNK = 1 << 21
 _POOL_MAX_CHUNK_MIN = 1 << 14
+_POOL_MAX_CHUNK_DIV = 4
 
 
 def _pool_max_pick(src: torch.Tensor, flat: torch.Tensor, base: torch.Tensor, k: int, tracing: bool) -> torch.Tensor:
@@ -336,7 +337,7 @@ def _pool_max_index(x: torch.Tensor, table: _PoolTable, channels_last: bool) -> 
         return index + torch.arange(c, device=x.device) if channels_last else index
     # chunks of at most a quarter of the input too: the window, its flags and (for contiguous
     # input) the transposed batch stay well under torch's own peak (output, indices, gradient)
-    rows = max(1, min(_POOL_MAX_CHUNK, max(x.numel() // 4, _POOL_MAX_CHUNK_MIN)) // (k * c))
+    rows = max(1, min(_POOL_MAX_CHUNK, max(x.numel() // _POOL_MAX_CHUNK_DIV, _POOL_MAX_CHUNK_MIN)) // (k * c))
     nb, pc = (max(1, min(n, rows // p)), p) if rows >= p else (1, rows)
     index = torch.empty((n, p, c), dtype=torch.int64, device=x.device)
     channel = torch.arange(c, device=x.device)
