@@ -302,7 +302,8 @@ def _pool_max_pick(src: torch.Tensor, flat: torch.Tensor, base: torch.Tensor, k:
     weights = torch.arange(k, 0, -1, dtype=code_t, device=src.device).reshape(k, 1)
     win = src.index_select(1, flat).reshape(n, -1, k, c)
     top = win.amax(2, keepdim=True)
-    first = (_pool_flag(torch.eq, win, top, code_t, tracing) * weights).amax(2)  # K - first equal
+    flags = _pool_flag(torch.eq, win, top, code_t, tracing)
+    first = (flags * weights if tracing else flags.mul_(weights)).amax(2)  # K - first equal
     pick = (base + k)[:, None] - first.to(torch.int64)
     if tracing or bool(top.sum().isnan()):  # inf - inf only costs the correction
         last_nan = (_pool_flag(torch.ne, win, win, code_t, tracing) * weights.flip(0)).amax(2)
