@@ -280,9 +280,9 @@ def _pool_batched(x: torch.Tensor, nd: int) -> Tuple[torch.Tensor, bool]:
 
 # Window elements (rows * K * C) materialised per step: small enough to stay in cache and to be
 # reused by the allocator (one large window tensor costs more in page faults than in copying).
-_POOL_MAX_CHUNK = 1 << 21
+_POOL_MAX_CHUNK = 1 << 23
 _POOL_MAX_CHUNK_MIN = 1 << 14
-_POOL_MAX_CHUNK_DIV = 4
+_POOL_MAX_CHUNK_DIV = 2
 
 
 def _pool_max_pick(src: torch.Tensor, flat: torch.Tensor, base: torch.Tensor, k: int, tracing: bool) -> torch.Tensor:
