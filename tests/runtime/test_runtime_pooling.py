@@ -485,3 +485,60 @@ def test_clear_pooling_cache_keeps_results():
     P.clear_pooling_cache()
     after = P.max_pool2d(x, 3, 2, 1), P.avg_pool2d(x, 3, 2, 1), P.adaptive_max_pool2d(x, 3)
     assert all(torch.equal(a, b) for a, b in zip(before, after))
+
+
+# ---------------------------------------------------------------------------------------------
+# Speed paths: tiled channels_last average windows, and the max pools' chunked choice.
+
+TILED = [
+    pytest.param(P.adaptive_avg_pool2d, F.adaptive_avg_pool2d, (7,), (2, 5, 14, 14), id="adaptive-14-to-7"),
+    pytest.param(P.adaptive_avg_pool2d, F.adaptive_avg_pool2d, ((2, 1),), (2, 5, 6, 9), id="adaptive-large-tile-w"),
+    pytest.param(P.avg_pool2d, F.avg_pool2d, (2,), (2, 5, 9, 11), id="avg-k2-drops-last-row"),
+    pytest.param(P.avg_pool2d, F.avg_pool2d, (3, 3, 0, False, True, 5), (2, 5, 12, 12), id="avg-k3-divisor"),
+    # stride 1 (without a gradient: adds of shifted views of the zero-padded input)
+    pytest.param(P.avg_pool2d, F.avg_pool2d, (3, 1, 1), (2, 5, 9, 11), id="avg-k3s1p1"),
+    pytest.param(P.avg_pool2d, F.avg_pool2d, ((3, 5), 1, (1, 2), False, False), (2, 5, 9, 11), id="avg-s1-exclude-pad"),
+    pytest.param(P.avg_pool2d, F.avg_pool2d, ((2, 1), 1, (1, 0)), (2, 5, 9, 11), id="avg-k2s1p1"),
+]
+
+
+@pytest.mark.parametrize("grad", [False, True], ids=["no-grad", "grad"])
+@pytest.mark.parametrize(("ours", "theirs", "args", "shape"), TILED)
+def test_channels_last_avg_view_sums_match_torch_with_inf_and_nan(ours, theirs, args, shape, grad):
+    """Windows that tile both axes of a channels_last input are summed by adds (no gradient
+    needed) or ``sum`` over the split axis; stride-1 windows by adds of shifted views (no
+    gradient needed): values, inf / NaN masks, gradient and strides as torch's, with no
+    finiteness test."""
+    x = _distinct(shape).contiguous(memory_format=torch.channels_last)
+    x[0, 1, 2, 3], x[1, 2, 4, 4], x[1, 3, 5, 5] = float("inf"), float("nan"), -float("inf")
+    x.requires_grad_(grad)
+    with torch.set_grad_enabled(grad):
+        got, want = ours(x, *args), theirs(x, *args)
+    assert torch.equal(got.isnan(), want.isnan()) and torch.equal(got.isinf(), want.isinf())
+    finite = want.isfinite()
+    assert (got[finite] - want[finite]).abs().max().item() <= AVG_TOL_F64
+    assert got.stride() == want.stride()
+    if grad:
+        g = _distinct(want.shape, seed=2)
+        (g_ours,) = torch.autograd.grad(got, x, g)
+        (g_want,) = torch.autograd.grad(want, x, g)
+        assert (g_ours - g_want).abs().max().item() <= GRAD_TOL_F64
+
+
+@pytest.mark.parametrize("channels_last", [False, True], ids=["nchw", "channels-last"])
+def test_max_choice_in_small_chunks_equals_one_chunk(monkeypatch, channels_last):
+    """The choice runs in chunks of window rows / batches; tiny chunks (several per batch, a
+    window row range at a time) give torch's values, indices (ties, NaN) and gradient."""
+    monkeypatch.setattr(P, "_POOL_MAX_CHUNK", 40)
+    x = torch.round(_distinct((3, 4, 13, 12), seed=3) * 4) / 4  # ties
+    x[0, 1, 2, 2] = x[0, 1, 2, 3] = x[2, 3, 7, 7] = float("nan")
+    if channels_last:
+        x = x.contiguous(memory_format=torch.channels_last)
+    cases = [(P.max_pool2d, F.max_pool2d, a) for a in ((3, 2, 1), (2,), (3, 1, 1, 2))]
+    cases.append((P.adaptive_max_pool2d, F.adaptive_max_pool2d, (5,)))
+    for ours, theirs, args in cases:
+        (v_ours, i_ours), g_ours = _run(ours, x, args, dict(return_indices=True))
+        (v_want, i_want), g_want = _run(theirs, x, args, dict(return_indices=True))
+        assert torch.equal(i_ours, i_want) and i_ours.stride() == i_want.stride()
+        assert torch.allclose(v_ours, v_want, rtol=0, atol=0, equal_nan=True)
+        assert torch.equal(g_ours, g_want)

@@ -5,6 +5,11 @@ depends on the input must be an aten op in ALLOWED. Ops on tensors built from si
 tables, window matrices, divisors) are free: candle computes them on the host as constants. Ops
 after ``detach`` carry no gradient in candle either (argmax / comparisons give integers); they are
 allowed, but no max-type reduction may touch the input on the gradient path.
+
+torch's make_fx drops ``detach`` nodes, so the gradient path is found from the graph itself: the
+nodes that depend on the input and whose floating value reaches a floating output through
+floating nodes only. A value that only feeds comparisons (bool) or integer index arithmetic
+never carries a gradient, in torch or in candle (the max pools' choice of the element).
 """
 
 from __future__ import annotations
@@ -35,6 +40,7 @@ ALLOWED = {
     "transpose": "transpose (Op::Transpose)",
     "t": "t (Op::Transpose)",
     "slice": "narrow (Op::Narrow)",
+    "constant_pad_nd": "pad_with_zeros (cat with zeros; backward narrow, exact)",
     "clone": "copy / contiguous (Op::Copy)",
     "_to_copy": "to_dtype (Op::ToDType)",
     "alias": "view (no op)",
@@ -43,11 +49,20 @@ ALLOWED = {
     "argmax": "argmax_keepdim (Reduce ArgMax, never recorded)",
     "isnan": "ne(x, x) (Op::Cmp, u8, pruned)",
     "where": "where_cond on integer indices (no gradient)",
+    "amax": "max_keepdim (Reduce Max) of the detached windows: the maximum to compare with",
+    "eq": "eq (Op::Cmp, u8): which window elements equal the maximum",
+    "ne": "ne (Op::Cmp, u8): x != x marks the NaN of a window",
+    "gt": "gt (Op::Cmp, u8) on integer codes",
+    "sub": "broadcast_sub on integer codes (u8 / u32 / i64)",
+    "rsub": "broadcast_sub on integer codes (scalar minus codes)",
+    "sum": "sum_keepdim (Reduce Sum; backward broadcasts, exact): tiled avg windows",
+    "cat": "cat of per-batch-chunk integer choices",
 }
 FORBIDDEN_HINTS = ("pool", "scatter", "index_put", "im2col", "unfold")
-FORBIDDEN = {"max", "amax", "maximum", "min", "amin", "sort", "topk"}  # anywhere in the graph
-# ops allowed only after a detach (they would give candle a wrong or no gradient otherwise)
-NO_GRAD_ONLY = {"argmax", "isnan", "where"}
+FORBIDDEN = {"max", "maximum", "min", "amin", "sort", "topk"}  # anywhere in the graph
+# ops allowed only off the gradient path (they would give candle a wrong or no gradient otherwise:
+# candle's Reduce Max gives every tied element the full gradient)
+NO_GRAD_ONLY = {"argmax", "isnan", "where", "amax", "eq", "ne", "gt", "rsub"}
 
 CASES = [
     pytest.param(lambda x: P.max_pool2d(x, 3, 2, 1, return_indices=True), (2, 3, 9, 8), False, id="max2d"),
@@ -84,26 +99,30 @@ def _floating(node: torch.fx.Node) -> bool:
 
 
 def _tainted(gm: torch.fx.GraphModule) -> tuple[set[str], set[str]]:
-    """Names of the ops whose inputs depend on the first placeholder: (with gradient, detached)."""
-    grad: set[torch.fx.Node] = set()
-    nograd: set[torch.fx.Node] = set()
+    """Names of the ops whose inputs depend on the first placeholder: (on the gradient path,
+    off it). On the path: floating, and its value reaches a floating output through floating
+    nodes only."""
+    dep: set[torch.fx.Node] = set()
+    for node in gm.graph.nodes:
+        if node.op == "placeholder":
+            if not dep:  # the first placeholder is the input
+                dep.add(node)
+        elif node.op == "call_function" and any(d in dep for d in node.all_input_nodes):
+            dep.add(node)
+    on_path: set[torch.fx.Node] = set()
+    stack = [n for n in gm.graph.nodes if n.op == "output"]
+    while stack:
+        node = stack.pop()
+        for d in node.all_input_nodes:
+            if d not in on_path and d.op == "call_function" and _floating(d) and _name(d.target) != "detach":
+                on_path.add(d)
+                stack.append(d)
     grad_ops: set[str] = set()
     nograd_ops: set[str] = set()
     for node in gm.graph.nodes:
-        if node.op == "placeholder":
-            if not grad:  # the first placeholder is the input
-                grad.add(node)
+        if node.op != "call_function" or node not in dep:
             continue
-        if node.op != "call_function":
-            continue
-        deps = node.all_input_nodes
-        name = _name(node.target)
-        if any(d in grad for d in deps) and name != "detach" and _floating(node):
-            grad.add(node)
-            grad_ops.add(name)
-        elif any(d in grad or d in nograd for d in deps):
-            nograd.add(node)
-            nograd_ops.add(name)
+        (grad_ops if node in on_path else nograd_ops).add(_name(node.target))
     return grad_ops, nograd_ops
 
 

@@ -155,4 +155,5 @@ def test_rejected_arguments_raise():
 )
 def test_graph_is_candle_differentiable(fn):
     x = torch.randn(1, 2, 5, 6, 4, requires_grad=True)
-    candle_graph(fn, [x], forbidden=("pool", "amax", "maximum", "scatter"))
+    # amax runs only on the detached windows (the maximum the choice compares with)
+    candle_graph(fn, [x], forbidden=("pool", "maximum", "scatter"))

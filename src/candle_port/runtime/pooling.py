@@ -6,10 +6,14 @@ adaptive pooling (../shared/candle-ops.md, section 2.1). These functions equal t
 indices, gradient and memory format, and touch the input only through:
 
 * max pools: ``gather`` (one per call, on the input viewed with flattened spatial dims); the
-  choice of the gathered element is computed without gradient from a detached copy
-  (``index_select`` of the windows, ``argmax``, integer look-ups);
+  choice of the gathered element is computed without gradient from the detached input, in its
+  channels-last (N, S, C) layout and in cache-sized chunks (``index_select`` of the windows,
+  ``amax``, the first element equal to it, integer look-ups);
 * average pools: ``matmul`` with 0/1 window matrices per spatial axis, then a division by
-  torch's divisor (a constant tensor), in float32 for float16 / bfloat16 input.
+  torch's divisor (a constant tensor), in float32 for float16 / bfloat16 input. channels_last
+  input whose windows tile the axes sums views instead (``narrow`` + ``add``, or ``sum`` over
+  the split axis), and so does channels_last stride-1 pooling when no gradient is needed
+  (shifted ``narrow`` views of the zero-padded input).
 
 Index tables, window matrices and divisors depend on sizes and arguments only; they are built
 once per key (cached) and carry no gradient. Arguments are checked by running torch's own op on a
@@ -90,12 +94,13 @@ def _pool_ints(v: _PoolOptArg, n: int, default: Optional[Tuple[int, ...]] = None
 
 
 def _pool_channels_last(x: torch.Tensor, meta_out: torch.Tensor) -> bool:
-    """Whether torch's output (seen on meta) is channels_last, i.e. whether to pool the
-    (N, H, W, C) view of a 4-D input."""
+    """Whether torch's output (seen on meta) is channels_last(_3d), i.e. whether to pool the
+    channels-last view ((N, H, W, C) / (N, D, H, W, C)) of a batched 4-D / 5-D input."""
+    fmt = {4: torch.channels_last, 5: torch.channels_last_3d}.get(x.dim())
     return (
-        x.dim() == 4
-        and meta_out.dim() == 4
-        and meta_out.is_contiguous(memory_format=torch.channels_last)
+        fmt is not None
+        and meta_out.dim() == x.dim()
+        and meta_out.is_contiguous(memory_format=fmt)
         and not meta_out.is_contiguous()
     )
 
@@ -135,23 +140,22 @@ class _PoolTable(NamedTuple):
     flat: torch.Tensor  # int64 (P * K,): flat input index (h * W + w) of every window element
     windows: int  # P, output positions
     size: int  # K, elements per window (row-major over the window's axes)
-    positions: torch.Tensor  # int32 (K,): 1..K, to find a window's last NaN
     base: torch.Tensor  # int64 (P,): K * arange(P), the offset of each window in ``flat``
 
 
 def _pool_table(rows_per_axis: List[List[List[int]]], in_sizes: Tuple[int, ...], device) -> _PoolTable:
     """Combine per-axis windows into flat indices, window-major then row-major in the window."""
-    if len(rows_per_axis) == 1:
-        t = torch.tensor(rows_per_axis[0], dtype=torch.int64, device=device)
-    else:
-        r = torch.tensor(rows_per_axis[0], dtype=torch.int64, device=device)  # (Ho, kh)
-        c = torch.tensor(rows_per_axis[1], dtype=torch.int64, device=device)  # (Wo, kw)
-        t = r[:, None, :, None] * in_sizes[1] + c[None, :, None, :]  # (Ho, Wo, kh, kw)
+    nd = len(rows_per_axis)
+    t = torch.zeros((), dtype=torch.int64)
+    for i, rows in enumerate(rows_per_axis):
+        r = torch.tensor(rows, dtype=torch.int64)  # (O_i, k_i)
+        shape = [1] * (2 * nd)
+        shape[i], shape[nd + i] = r.shape
+        t = t + r.reshape(shape) * math.prod(in_sizes[i + 1 :])  # (O_0, .., k_0, ..)
     k = math.prod(len(rows[0]) for rows in rows_per_axis)
     p = math.prod(len(rows) for rows in rows_per_axis)
-    positions = torch.arange(1, k + 1, dtype=torch.int32, device=device)
     base = torch.arange(p, dtype=torch.int64, device=device) * k
-    return _PoolTable(t.reshape(-1).contiguous(), p, k, positions, base)
+    return _PoolTable(t.reshape(-1).contiguous().to(device), p, k, base)
 
 
 @lru_cache(maxsize=256)
@@ -196,6 +200,7 @@ class _PoolMatrix(NamedTuple):
     count: torch.Tensor  # (out,): torch's divisor along this axis
     bounds: Tuple[Tuple[int, int], ...]  # [lo, hi): the in-bound inputs of each window
     identity: bool  # every window is its own single input: the axis is left as it is
+    tile: int  # k when window o is exactly [o * k, o * k + k) (windows tile the axis), else 0
 
 
 @lru_cache(maxsize=256)
@@ -233,7 +238,10 @@ def _pool_matrix_from(bounds, counts, in_size: int, dtype, device) -> _PoolMatri
     hi = torch.tensor([b[1] for b in bounds], device=device, dtype=torch.int64)
     a = ((cols >= lo[:, None]) & (cols < hi[:, None])).to(dtype)
     identity = len(bounds) == in_size and all(b == (i, i + 1) for i, b in enumerate(bounds))
-    return _PoolMatrix(a, torch.tensor(counts, dtype=dtype, device=device), tuple(bounds), identity)
+    k = bounds[0][1] - bounds[0][0]
+    tile = k if k > 0 and all(b == (o * k, o * k + k) for o, b in enumerate(bounds)) else 0
+    counts_t = torch.tensor(counts, dtype=dtype, device=device)
+    return _PoolMatrix(a, counts_t, tuple(bounds), identity, tile)
 
 
 @lru_cache(maxsize=256)
@@ -270,32 +278,96 @@ def _pool_batched(x: torch.Tensor, nd: int) -> Tuple[torch.Tensor, bool]:
     return x, False
 
 
-def _pool_max_apply(
-    x: torch.Tensor, table: _PoolTable, out_sizes: Tuple[int, ...], channels_last: bool
-) -> Tuple[torch.Tensor, torch.Tensor]:
-    """Max pool of batched ``x`` (N, C, *S) by an index table: (values, flat indices)."""
+# Window elements (rows * K * C) materialised per step: small enough to stay in cache and to be
+# reused by the allocator (one large window tensor costs more in page faults than in copying).
+_POOL_MAX_CHUNK = 1 << 23
+_POOL_MAX_CHUNK_MIN = 1 << 14
+_POOL_MAX_CHUNK_DIV = 2
+
+
+def _pool_max_pick(src: torch.Tensor, flat: torch.Tensor, base: torch.Tensor, k: int, tracing: bool) -> torch.Tensor:
+    """The chosen element of each window, as its position in ``flat`` (int64, ``base[p] + 0..K-1``):
+    ``src`` is the detached input as an (N, S, C) channels-last view, ``flat`` the windows' flat
+    spatial indices (P * K), ``base`` = K * (window number) (P,); returns (N, P, C). No gradient.
+
+    The windows are taken whole rows of C at a time (``index_select`` along S, fast in this
+    layout) into (N, P, K, C); the maximum is ``amax`` over K and the chosen position is the
+    first element equal to it: ``amax`` over K of ``(win == max) * (K - k)`` (0/1 times a
+    decreasing weight; the comparison is written as floats, which torch vectorises, unlike a
+    bool result). That is torch's first maximum; a window holding NaN has a NaN maximum and
+    takes its last NaN instead (ATen's ``val > maxval || isnan(val)``), a correction run only
+    when a maximum is NaN (always when tracing: no branch on data)."""
+    n, c = src.shape[0], src.shape[2]
+    code_t = torch.float32 if src.dtype in (torch.float16, torch.bfloat16) else src.dtype
+    weights = torch.arange(k, 0, -1, dtype=code_t, device=src.device).reshape(k, 1)
+    win = src.index_select(1, flat).reshape(n, -1, k, c)
+    top = win.amax(2, keepdim=True)
+    flags = _pool_flag(torch.eq, win, top, code_t, tracing)
+    first = (flags * weights if tracing else flags.mul_(weights)).amax(2)  # K - first equal
+    pick = (base + k)[:, None] - first.to(torch.int64)
+    if tracing or bool(top.sum().isnan()):  # inf - inf only costs the correction
+        last_nan = (_pool_flag(torch.ne, win, win, code_t, tracing) * weights.flip(0)).amax(2)
+        last_nan = last_nan.to(torch.int64)
+        pick = torch.where(last_nan > 0, base[:, None] + last_nan - 1, pick)
+    return pick
+
+
+def _pool_flag(cmp, a: torch.Tensor, b: torch.Tensor, dtype: torch.dtype, tracing: bool) -> torch.Tensor:
+    """``cmp(a, b)`` as 0/1 of ``dtype`` (written straight into a float tensor outside tracing:
+    torch vectorises comparisons with a float result, not with a bool one)."""
+    if tracing:
+        return cmp(a, b).to(dtype)
+    return cmp(a, b, out=torch.empty(a.shape, dtype=dtype, device=a.device))
+
+
+def _pool_max_index(x: torch.Tensor, table: _PoolTable, channels_last: bool) -> torch.Tensor:
+    """The chosen element of each window of batched ``x`` (N, C, *S), as an (N, P, C) int64
+    index: the flat spatial index ``s``, or for ``channels_last`` the index ``s * C + c`` into
+    the (N, S * C) view (a gather along its last dim is about twice as fast as along S). The
+    choice runs on the channels-last (N, S, C) layout (a view for channels_last input, a copy
+    per batch chunk otherwise), in chunks of about ``_POOL_MAX_CHUNK`` window elements (one
+    chunk when tracing)."""
     n, c = x.shape[0], x.shape[1]
     p, k = table.windows, table.size
-    # The choice, without gradient, on the (N, C, S) layout (a copy for channels_last input:
-    # argmax over the last dim is several times faster than over a strided one).
-    sel = x.detach().reshape(n, c, -1)
-    win = sel.index_select(2, table.flat).reshape(n, c, p, k)
-    # argmax keeps the first maximum, as torch's kernels (`val > maxval || isnan(val)`) do for
-    # numbers; for NaN they keep the last NaN of the window. That correction runs only when a
-    # window holds NaN (always when tracing: no branch on data there).
-    pick = win.argmax(3, keepdim=True)
-    value = win.gather(3, pick)
+    xd = x.detach()
+    flat = table.flat * c if channels_last else table.flat
     tracing = torch._C._len_torch_dispatch_stack() > 0 or torch.compiler.is_compiling()
-    if tracing or bool(value.sum().isnan()):  # a cheap test; inf - inf only costs the fix-up
-        last_nan = (win.isnan() * table.positions).argmax(3, keepdim=True)
-        pick = torch.where(value.isnan(), last_nan, pick)
-    pick = pick.squeeze(3)  # (N, C, P): position inside the window
-    index = table.flat.index_select(0, (pick + table.base).reshape(-1)).reshape(n, c, p)
-    if channels_last:  # gather from the (N, H*W, C) view: the gradient path stays channels_last
-        index = index.transpose(1, 2)
-        out = x.permute(0, 2, 3, 1).reshape(n, -1, c).gather(1, index)
-        shape = (n,) + out_sizes + (c,)
-        return out.reshape(shape).permute(0, 3, 1, 2), index.contiguous().reshape(shape).permute(0, 3, 1, 2)
+    if tracing:
+        pick = _pool_max_pick(xd.movedim(1, -1).reshape(n, -1, c), table.flat, table.base, k, True)
+        index = flat.index_select(0, pick.reshape(-1)).reshape(n, p, c)
+        return index + torch.arange(c, device=x.device) if channels_last else index
+    # chunks of at most a quarter of the input too: the window, its flags and (for contiguous
+    # input) the transposed batch stay well under torch's own peak (output, indices, gradient)
+    rows = max(1, min(_POOL_MAX_CHUNK, max(x.numel() // _POOL_MAX_CHUNK_DIV, _POOL_MAX_CHUNK_MIN)) // (k * c))
+    nb, pc = (max(1, min(n, rows // p)), p) if rows >= p else (1, rows)
+    index = torch.empty((n, p, c), dtype=torch.int64, device=x.device)
+    channel = torch.arange(c, device=x.device)
+    for n0 in range(0, n, nb):
+        n1 = min(n, n0 + nb)
+        src = xd[n0:n1].movedim(1, -1).reshape(n1 - n0, -1, c)
+        for p0 in range(0, p, pc):
+            p1 = min(p, p0 + pc)
+            pick = _pool_max_pick(src, table.flat[p0 * k : p1 * k], table.base[: p1 - p0], k, False)
+            part = index[n0:n1, p0:p1]
+            torch.index_select(flat[p0 * k : p1 * k], 0, pick.reshape(-1), out=part.view(-1))
+            if channels_last:
+                part.add_(channel)
+    return index
+
+
+def _pool_max_apply(
+    x: torch.Tensor, table: _PoolTable, out_sizes: Tuple[int, ...], channels_last: bool, want_index: bool
+) -> Tuple[torch.Tensor, Optional[torch.Tensor]]:
+    """Max pool of batched ``x`` (N, C, *S) by an index table: (values, flat spatial indices
+    if ``want_index``)."""
+    n, c = x.shape[0], x.shape[1]
+    index = _pool_max_index(x, table, channels_last)  # (N, P, C)
+    shape = (n,) + out_sizes + (c,)
+    if channels_last:  # gather from the (N, S * C) view: the gradient path stays channels_last
+        out = x.movedim(1, -1).reshape(n, -1).gather(1, index.reshape(n, -1))
+        spatial = torch.div(index, c, rounding_mode="floor") if want_index else None
+        return out.reshape(shape).movedim(-1, 1), None if spatial is None else spatial.reshape(shape).movedim(-1, 1)
+    index = index.transpose(1, 2).contiguous()  # (N, C, P)
     out = x.reshape(n, c, -1).gather(2, index)
     return out.reshape((n, c) + out_sizes), index.reshape((n, c) + out_sizes)
 
@@ -333,6 +405,73 @@ def _pool_sum_apply(x: torch.Tensor, axes: Sequence[_PoolMatrix], channels_last:
     return y.clone() if y is x else y
 
 
+# Without a gradient to compute, tiles up to this size are summed by adds of views (the fastest
+# forward); else by ``sum`` over the split axis, whose backward is one expand (the backward of
+# each narrow would allocate and fill an input-sized gradient).
+_POOL_TILE_ADDS = 4
+
+
+def _pool_sum_tiled(x: torch.Tensor, axes: Sequence[_PoolMatrix]) -> torch.Tensor:
+    """Window sums of a channels_last (N, C, H, W) ``x`` whose windows tile each axis (window
+    ``o`` is ``[o * k, o * k + k)``: adaptive pools with ``in % out == 0``, avg pools with
+    ``kernel == stride`` and no padding): on the (N, H, W, C) view, each axis is split into
+    (out, k) and summed over k (``sum``; or its k slices added, ``narrow`` + ``add``, when no
+    gradient is needed). Each output adds only its window's own elements, so inf / NaN behave
+    as in torch's kernel."""
+    adds = not (torch.is_grad_enabled() and x.requires_grad)
+    v = x.permute(0, 2, 3, 1)
+    for dim, m in ((1, axes[0]), (2, axes[1])):
+        k, out = m.tile, m.matrix.shape[0]
+        v = v.narrow(dim, 0, out * k)
+        v = v.reshape(v.shape[:dim] + (out, k) + v.shape[dim + 1 :])
+        if not adds or k > _POOL_TILE_ADDS:
+            v = v.sum(dim + 1)
+            continue
+        y = v.narrow(dim + 1, 0, 1)
+        for j in range(1, k):
+            y = y + v.narrow(dim + 1, j, 1)
+        v = y.squeeze(dim + 1)
+    return v.permute(0, 3, 1, 2)
+
+
+@lru_cache(maxsize=256)
+def _pool_shift(m: _PoolMatrix) -> Optional[Tuple[int, int]]:
+    """(k, p) when window o is ``[o - p, o - p + k)`` clipped to the input (stride 1, zero
+    padding p, every window inside the padded input), else None."""
+    out, n = m.matrix.shape
+    k = max(hi - lo for lo, hi in m.bounds)
+    if (out - n + k - 1) % 2 or out - n + k - 1 < 0:
+        return None
+    p = (out - n + k - 1) // 2
+    ok = all(b == (max(o - p, 0), min(o - p + k, n)) for o, b in enumerate(m.bounds))
+    return (k, p) if ok else None
+
+
+def _pool_sum_shifted(x: torch.Tensor, axes: Sequence[_PoolMatrix]) -> torch.Tensor:
+    """Window sums of a channels_last (N, C, H, W) ``x`` with stride-1 windows (see
+    ``_pool_shift``), when no gradient is needed: per axis, the (N, H, W, C) view zero-padded
+    by p on both sides (one copy) and its k shifted ``narrow`` views added. Each output adds only
+    its window's elements and zeros, so inf / NaN behave as in torch's kernel. (With a gradient,
+    the GEMMs are cheaper: each narrow's backward would fill a padded-size gradient.)"""
+    v = x.permute(0, 2, 3, 1)
+    for dim, m in ((1, axes[0]), (2, axes[1])):
+        shift = _pool_shift(m)
+        assert shift is not None
+        k, p = shift
+        if k == 1 and p == 0:
+            continue
+        out = m.matrix.shape[0]
+        pad = [0, 0, 0, 0, 0, 0]
+        pad[2 * (3 - dim)] = pad[2 * (3 - dim) + 1] = p  # F.pad lists the last dim first
+        vp = F.pad(v, pad) if p else v
+        y = vp.narrow(dim, 0, out) + vp.narrow(dim, 1, out) if k > 1 else vp.narrow(dim, 0, out).clone()
+        tracing = torch._C._len_torch_dispatch_stack() > 0 or torch.compiler.is_compiling()
+        for j in range(2, k):
+            y = y + vp.narrow(dim, j, out) if tracing else y.add_(vp.narrow(dim, j, out))
+        v = y
+    return v.permute(0, 3, 1, 2)
+
+
 def _pool_sum_taps(x: torch.Tensor, axes: Sequence[_PoolMatrix], channels_last: bool) -> torch.Tensor:
     """The same window sums by taps (input with inf / NaN): each window adds only its own
     elements, as torch's kernels do (see ``_taps``)."""
@@ -349,11 +488,15 @@ def _pool_avg_core(
     x: torch.Tensor, meta: torch.Tensor, nd: int, axes: Sequence[_PoolMatrix], override: Optional[int]
 ) -> torch.Tensor:
     xb, added = _pool_batched(x, nd)
-    cl = not added and _pool_channels_last(x, meta)
+    cl = not added and x.dim() == 4 and _pool_channels_last(x, meta)  # 5-D: generic path
     dtype = x.dtype
     if dtype in (torch.float16, torch.bfloat16):
         xb = xb.to(torch.float32)  # ATen accumulates and divides in float32 for these
-    if finite_input(xb):
+    if cl and all(a.tile for a in axes):  # adds of views: no 0 * inf, no finiteness test
+        y = _pool_sum_tiled(xb, axes)
+    elif cl and not (torch.is_grad_enabled() and xb.requires_grad) and all(_pool_shift(a) for a in axes):
+        y = _pool_sum_shifted(xb, axes)  # stride 1, forward only: adds of shifted views
+    elif finite_input(xb):
         y = _pool_sum_apply(xb, axes, cl)
     else:
         y = _pool_sum_taps(xb, axes, cl)
@@ -363,24 +506,34 @@ def _pool_avg_core(
     return match_strides(y.squeeze(0) if added else y, meta.stride())
 
 
-def _pool_max_core(
-    x: torch.Tensor, meta: torch.Tensor, nd: int, table: _PoolTable
-) -> Tuple[torch.Tensor, torch.Tensor]:
+def _pool_max_core(x: torch.Tensor, meta: torch.Tensor, nd: int, table: _PoolTable, return_indices: bool):
+    """Values, and indices if ``return_indices``: what torch's op returns."""
     xb, added = _pool_batched(x, nd)
     cl = not added and _pool_channels_last(x, meta)
     out_sizes = tuple(meta.shape[-nd:])
-    out, index = _pool_max_apply(xb, table, out_sizes, cl)
-    if added:
-        out, index = out.squeeze(0), index.squeeze(0)
-    return match_strides(out, meta.stride()), match_strides(index, meta.stride())
+    out, index = _pool_max_apply(xb, table, out_sizes, cl, return_indices)
+    out = match_strides(out.squeeze(0) if added else out, meta.stride())
+    if not return_indices:
+        return out
+    return out, match_strides(index.squeeze(0) if added else index, meta.stride())
 
 
 # ---------------------------------------------------------------------------------------------
 # Max pooling.
 
 
+_POOL_MAX_FN = {1: F.max_pool1d, 2: F.max_pool2d, 3: F.max_pool3d}
+_POOL_MAX_WITH_INDICES = {1: F.max_pool1d_with_indices, 2: F.max_pool2d_with_indices, 3: F.max_pool3d_with_indices}
+_POOL_ADAPTIVE_MAX_FN = {1: F.adaptive_max_pool1d, 2: F.adaptive_max_pool2d, 3: F.adaptive_max_pool3d}
+_POOL_ADAPTIVE_MAX_WITH_INDICES = {
+    1: F.adaptive_max_pool1d_with_indices,
+    2: F.adaptive_max_pool2d_with_indices,
+    3: F.adaptive_max_pool3d_with_indices,
+}
+
+
 def _pool_max(nd: int, x, kernel_size, stride, padding, dilation, ceil_mode, return_indices):
-    with_indices = F.max_pool2d_with_indices if nd == 2 else F.max_pool1d_with_indices
+    with_indices = _POOL_MAX_WITH_INDICES[nd]
     meta = _pool_meta(with_indices, x, kernel_size, stride, padding, dilation, ceil_mode, True)
     table = None
     if meta is not None and meta.numel() > 0:
@@ -396,10 +549,9 @@ def _pool_max(nd: int, x, kernel_size, stride, padding, dilation, ceil_mode, ret
         )
         table = _pool_constants(_pool_max_table, *key)
     if table is None or x.numel() == 0 or torch.jit.is_tracing():  # see _pool_meta
-        torch_fn = F.max_pool2d if nd == 2 else F.max_pool1d  # so torch raises or computes
+        torch_fn = _POOL_MAX_FN[nd]  # so torch raises or computes
         return torch_fn(x, kernel_size, stride, padding, dilation, ceil_mode, return_indices)
-    out, index = _pool_max_core(x, meta, nd, table)
-    return (out, index) if return_indices else out
+    return _pool_max_core(x, meta, nd, table, return_indices)
 
 
 def max_pool2d(
@@ -427,14 +579,18 @@ def max_pool2d(
 
     **Composition.** Once per (sizes, arguments, device), a host-built table ``T`` (P, K) of flat
     input indices for each output position's window (K = k_h * k_w, out-of-input positions
-    replaced by the window's first / last in-bound element). Then, on ``xf = x.reshape(N, C,
-    H*W)``: ``win = xf.detach().index_select(2, T.flatten()).reshape(N, C, P, K)``,
-    ``pick = win.argmax(-1)`` (no gradient), ``idx = T.flatten()[pick + K * arange(P)]``
-    (integers), ``out = xf.gather(2, idx)``: the only op on the gradient path is ``gather``,
-    whose backward scatters into zeros, i.e. torch's max-pool backward. channels_last input
-    picks on a contiguous copy (no gradient) and gathers from its (N, H*W, C) view (dim 1).
+    replaced by the window's first / last in-bound element). Then, without gradient, on the
+    channels-last view ``xv`` (N, H*W, C) of ``x.detach()`` (a copy for contiguous input), in
+    chunks of batches / window rows: ``win = xv.index_select(1, T.flatten()).reshape(N, P, K,
+    C)``, ``top = win.amax(2)``, ``pick`` = the first ``k`` with ``win[:, :, k] == top`` (``amax``
+    over K of ``(win == top) * (K - k)``; the window's last NaN when ``top`` is NaN), ``idx =
+    T.flatten()[pick + K * arange(P)]`` (integers). Then ``out = x.reshape(N, C, H*W).gather(2,
+    idx)`` (channels_last input: a gather along the last dim of its (N, H*W*C) view): the only
+    op on the gradient path is ``gather``, whose backward scatters into zeros, i.e. torch's
+    max-pool backward.
 
-    The same in candle (Rust), for ``x: Tensor`` (n, c, h, w)::
+    The same choice in candle (Rust), where argmax keeps the first maximum, for ``x: Tensor``
+    (n, c, h, w)::
 
         // Host side, once: t (u32, P*K), base = (0..P) * K (u32, P), positions = 1..=K (u32).
         let xf = x.reshape((n, c, h * w))?;
@@ -616,15 +772,14 @@ def _pool_adaptive_avg(nd: int, torch_fn, x, output_size):
 
 
 def _pool_adaptive_max(nd: int, x, output_size, return_indices):
-    with_indices = F.adaptive_max_pool2d_with_indices if nd == 2 else F.adaptive_max_pool1d_with_indices
+    with_indices = _POOL_ADAPTIVE_MAX_WITH_INDICES[nd]
     meta = _pool_meta(with_indices, x, output_size, True)
     if meta is None or meta.numel() == 0 or x.numel() == 0 or torch.jit.is_tracing():
-        torch_fn = F.adaptive_max_pool2d if nd == 2 else F.adaptive_max_pool1d  # torch raises or computes
+        torch_fn = _POOL_ADAPTIVE_MAX_FN[nd]  # torch raises or computes
         return torch_fn(x, output_size, return_indices)
     key = (tuple(x.shape[-nd:]), tuple(meta.shape[-nd:]), x.device)
     table = _pool_constants(_pool_adaptive_max_table, *key)
-    out, index = _pool_max_core(x, meta, nd, table)
-    return (out, index) if return_indices else out
+    return _pool_max_core(x, meta, nd, table, return_indices)
 
 
 def adaptive_max_pool2d(input: torch.Tensor, output_size, return_indices: bool = False):
