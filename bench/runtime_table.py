@@ -12,7 +12,7 @@ other processes share the cores). Memory: peak bytes held by torch's CPU allocat
 forward+backward above what was held before (profiler memory events), input excluded.
 The last line gives the median of each ratio column and the largest one.
 
-``--cpu-time`` times with the process CPU clock instead of the wall clock: with ``--threads 1``
+``--clock thread`` (or ``process``) times by CPU time instead of the wall clock: with ``--threads 1``
 that is the work done, which other processes on the cores disturb far less. (On cores shared
 with other jobs, every multi-threaded op can wait a scheduler slice for its second thread: a
 1M-float add measured 0.3 ms on 1 thread and 7.8 ms on 2 under load 3, so wall-clock ratios on
