@@ -231,6 +231,41 @@ def _flat_tensors(out: Any) -> list[Any]:
     return tree_flatten(out)[0]
 
 
+# Ops whose value is not a function of their arguments: never computed at export time.
+_NOT_FOLDABLE = ("rand", "bernoulli", "normal", "uniform", "dropout", "empty", "multinomial", "poisson",
+                 "exponential", "geometric", "cauchy", "log_normal")
+
+
+def fold_constants(gm: Any, constants: dict) -> set[str]:
+    """Compute, at export, every node that depends on no input, parameter or buffer (index tables
+    and window weights built from sizes, such as the runtime's `arange` ramps): candle gets them as
+    constants, as it would compute them on the host, and needs no mapping for the ops that made
+    them. Adds each folded tensor to `constants`; returns the folded node names."""
+    from torch.fx.node import map_arg
+
+    import torch
+
+    values: dict[str, Any] = dict(constants)
+    folded: set[str] = set()
+    for n in gm.graph.nodes:
+        if n.op != "call_function" or any(part in str(n.target) for part in _NOT_FOLDABLE):
+            continue
+        if not all(inp.name in values for inp in n.all_input_nodes):
+            continue
+        try:
+            value = n.target(*map_arg(n.args, lambda a: values[a.name]), **map_arg(n.kwargs, lambda a: values[a.name]))
+        except Exception:  # noqa: BLE001 - left in the graph, as before folding
+            continue
+        if isinstance(value, torch.Tensor):
+            values[n.name] = value
+            constants[n.name] = value
+            folded.add(n.name)
+        elif isinstance(value, (tuple, list)) and all(isinstance(v, torch.Tensor) for v in value):
+            values[n.name] = value  # its getitem nodes fold to tensors
+            folded.add(n.name)
+    return folded
+
+
 def export_graph(model: Any, inputs: Sequence[Any], out_dir: Path, seed: int = 0) -> dict:
     """Trace ``model(*inputs)``, write graph.json, tensors.safetensors and torch.safetensors.
 
@@ -269,9 +304,10 @@ def export_graph(model: Any, inputs: Sequence[Any], out_dir: Path, seed: int = 0
     kinds += [("input", str(i)) for i in range(len(inputs))]
     ph_json = [{"node": node.name, "kind": kind, "name": name} for node, (kind, name) in zip(placeholders, kinds)]
     constants = {n.name: getattr(gm, n.target) for n in gm.graph.nodes if n.op == "get_attr"}
+    folded = fold_constants(gm, constants)
     nodes = []
     for n in gm.graph.nodes:
-        if n.op != "call_function":
+        if n.op != "call_function" or n.name in folded:
             continue
         entry = _node_json(n)
         if entry["op"] in ("aten.as_strided.default", "aten.as_strided_.default"):
