@@ -354,12 +354,23 @@ class ProjectIndex:
         """
         if depth > _MAX_DEPTH:
             return None
+        # Two caches: answers that read only the summaries (kept through the wrapper fixed point)
+        # and answers that read the definer table, which grows with each round of it.
         memo = self.__dict__.setdefault("_split_memo", {})
+        volatile = self.__dict__.setdefault("_split_volatile", {})
         key = (qualified, strict)
         if key in memo:
             return memo[key]  # None while in progress: an import cycle resolves to nothing
+        if key in volatile:
+            return volatile[key]
         memo[key] = None
-        found = memo[key] = self._split_uncached(qualified, depth, strict)
+        reads = self.__dict__.get("_definer_reads", 0)
+        found = self._split_uncached(qualified, depth, strict)
+        if self.__dict__.get("_definer_reads", 0) != reads:
+            del memo[key]
+            volatile[key] = found
+        else:
+            memo[key] = found
         return found
 
     def _split_uncached(self, qualified: str, depth: int, strict: bool):
@@ -404,6 +415,7 @@ class ProjectIndex:
 
     def _defined_under(self, parts: list[str], longest: int):
         """The one summarized module under a prefix of `parts` that defines the next name."""
+        self._definer_reads = self.__dict__.get("_definer_reads", 0) + 1
         for cut in range(longest, 0, -1):
             prefix = ".".join(parts[:cut]) + "."
             found = [s for s in self._definers().get(parts[cut], ()) if s.module.startswith(prefix)]
@@ -521,7 +533,7 @@ class ProjectIndex:
             if not added:
                 return
             # One level per round: answers cached in this round may predate its new wrappers.
-            for memo in ("_definer_table", "_wrapper_memo", "_split_memo"):
+            for memo in ("_definer_table", "_wrapper_memo", "_split_volatile"):
                 self.__dict__.pop(memo, None)
 
     # -- what the checker asks ---------------------------------------------------------------------
