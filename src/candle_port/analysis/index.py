@@ -72,6 +72,12 @@ class ModuleSummary:
         return ModuleSummary(**raw)
 
 
+def _same_exports(a: ModuleSummary, b: ModuleSummary) -> bool:
+    """Equal in everything the index answers from (`passes` feed only its fixed point, which the
+    workers' copy has already run)."""
+    return all(getattr(a, name) == getattr(b, name) for name in ("module", "constants", "enums", "imports", "classes", "wrappers", "stars"))
+
+
 def module_name_of(path: str) -> tuple[str, str]:
     """(module, package) of a file by the `__init__.py` files above it: `a/b/c.py` -> (`a.b.c`, `a.b`)."""
     import os
@@ -332,6 +338,9 @@ class ProjectIndex:
 
         Cheap (no new fixed point): a wrapper of a wrapper across modules comes from the stored index.
         """
+        stored = self.modules.get(summary.module)
+        if stored is not None and _same_exports(stored, summary):
+            return self  # the file as the index already has it (the second pass): keep its caches
         out = ProjectIndex.__new__(ProjectIndex)
         out.modules = {**self.modules, summary.module: summary}
         out.wrappers = dict(self.wrappers)
