@@ -165,4 +165,5 @@ def check_text(
     if scan.summary is not None and not scan.summary.empty():
         result.summary = scan.summary.to_json()
     result.refs = tuple(sorted(scan.refs))
+    scan.builder.release()
     return result

@@ -200,6 +200,30 @@ class ScopeBuilder:
                 push((child, scope, contexts))
         return self
 
+    def release(self) -> None:
+        """Unlink scopes, bindings and the tree once the file is checked.
+
+        Scopes and their bindings point at each other (a function's info names the scope that binds
+        it), and through them at every node, so without this the whole tree waits for a cycle
+        collection, which walks it again (about 8% of port-check's time on the corpus)."""
+        scopes: dict[int, Scope] = {id(self.module_scope): self.module_scope}
+        for _, scope in self.calls:
+            scopes[id(scope)] = scope
+        for info in self.functions:
+            for scope in (info.scope, info.body_scope):
+                if scope is not None:
+                    scopes[id(scope)] = scope
+        for info in self.classes:
+            scopes[id(info.scope)] = info.scope
+        for scope in scopes.values():
+            scope.bindings.clear()
+            scope.parameters.clear()
+            scope.node = None
+        self.calls.clear()
+        self.call_contexts.clear()
+        self.functions.clear()
+        self.classes.clear()
+
     def _absolute(self, level: int, module: str) -> str:
         if not level:
             return module
