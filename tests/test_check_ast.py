@@ -120,3 +120,14 @@ def test_the_cache_follows_the_index(tmp_path: Path):
     assert not any(f.line == 9 and f.path.endswith("use.py") for f in second.findings)
     warm = check_paths([str(root)], Config(), cache_dir=str(cache), jobs=1)
     assert [(f.path, f.line, f.code) for f in warm.findings] == [(f.path, f.line, f.code) for f in second.findings]
+
+
+def test_line_starts_are_the_same_with_and_without_carriage_returns():
+    """Source.starts takes a split-based path for text without \\r: both give every line's offset."""
+    import re
+
+    from candle_port.analysis.values import Source
+
+    for text in ["", "a", "a\n", "a\nbb\n\nccc", "\n\n", "é\nx = 'ü'\n", "a\r\nb\rc\n", "x\r"]:
+        expected = [0] + [m.end() for m in re.finditer(r"\r\n|\r|\n", text)]
+        assert Source(text).starts == expected, text

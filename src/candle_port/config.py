@@ -10,6 +10,8 @@ import fnmatch
 import functools
 import hashlib
 import json
+import os
+import re
 import tomllib
 from dataclasses import dataclass, field, replace
 from pathlib import Path, PurePath
@@ -101,8 +103,8 @@ class Config:
         patterns = (*self.exclude, *self.extend_exclude)
         if not patterns:
             return False
-        candidates = _match_candidates(path, self.root)
-        return any(_matches(candidates, pattern) for pattern in patterns)
+        matches = _any_pattern(patterns)
+        return any(matches(c) for c in _match_candidates(path, self.root))
 
     def fingerprint(self) -> str:
         """A stable digest of every setting that changes results (for the cache key)."""
@@ -126,15 +128,36 @@ def _match_candidates(path: str, root: Path | None) -> set[str]:
     candidates = {str(pure), pure.name, *pure.parts}
     if root is not None:
         try:
-            candidates.add(str(Path(path).resolve().relative_to(_resolved(root))))
+            candidates.add(str(_real(path).relative_to(_resolved(root))))
         except (ValueError, OSError):
             pass
     return candidates
 
 
+def _real(path: str) -> Path:
+    """`Path(path).resolve()`, with each directory resolved once (a link is resolved whole)."""
+    head, name = os.path.split(path)
+    if not name or name in (".", "..") or os.path.islink(path):
+        return Path(path).resolve()
+    return _real_directory(os.path.abspath(head)) / name
+
+
+@functools.lru_cache(maxsize=4096)
+def _real_directory(directory: str) -> Path:
+    return Path(directory).resolve()
+
+
 @functools.lru_cache(maxsize=64)
 def _resolved(root: Path) -> Path:
     return root.resolve()
+
+
+@functools.lru_cache(maxsize=16)
+def _any_pattern(patterns: tuple[str, ...]):
+    """One compiled regex for every pattern (and its form without a trailing slash), as _matches
+    reads them: discovery asks for every file and directory of the tree."""
+    forms = dict.fromkeys(form for pattern in patterns for form in (pattern, pattern.rstrip("/")))
+    return re.compile("|".join(f"(?:{fnmatch.translate(form)})" for form in forms)).match
 
 
 def _matches(candidates: set[str], pattern: str) -> bool:

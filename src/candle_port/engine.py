@@ -54,8 +54,13 @@ def check_file(
         return FileResult(path, error=FileError(path, str(exc)))
     if is_vendored_runtime(source.text):
         return FileResult(path)
-    if (known_without_sites or not may_hold_sites(source.text)) and (index is None or not index.mentioned_in(source.text)):
-        return FileResult(path)
+    if known_without_sites or not may_hold_sites(source.text):
+        if index is None:
+            from candle_port.analysis.mentions import call_words
+
+            return FileResult(path, call_words=call_words(source.text))
+        if not index.mentioned_in(source.text):
+            return FileResult(path)
     key = cache.key(path, data + (b"\0index\0" + digest.encode() if index is not None else b"")) if cache is not None else None
     if cache is not None and key is not None:
         hit = cache.get(key)
@@ -169,9 +174,9 @@ def check_files_with_index(
                 digests[files[i]] = digest or ""
                 used[i] = digest
                 redo.append(i)
-            elif new_names:
+            elif new_names and result.call_words is not None and (new_names & result.call_words or "*" in result.call_words):
                 digests[files[i]] = index.digest()
-                redo.append(i)  # may call a new wrapper: read again, checked if a wrapper's name is written there
+                redo.append(i)  # may call a new wrapper: read again, checked if a call of it is written there
         if not redo:
             break
         without_sites = frozenset(files[i] for i in redo if not results[i].parsed)
@@ -186,6 +191,8 @@ def check_files_with_index(
         for i, result in zip(redo, again):
             if not result.parsed and result.summary is None:
                 result.summary = results[i].summary  # a constants module summarized above
+            if not result.parsed and result.call_words is None:
+                result.call_words = results[i].call_words
             results[i] = result
             if result.parsed and i not in used:
                 used[i] = index.digest_for(result.refs)

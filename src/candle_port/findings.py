@@ -73,3 +73,6 @@ class FileResult:
     # and the qualified names it refers to that another module of the tree may define.
     summary: dict | None = None
     refs: tuple[str, ...] = ()
+    # For a file the first pass did not parse: the names it may call a wrapper by (analysis/
+    # mentions.call_words), so a later pass reads it again only when a new wrapper has one of them.
+    call_words: frozenset[str] | None = None

@@ -23,7 +23,7 @@ import json
 from dataclasses import asdict, dataclass, field
 
 from candle_port.analysis.apis import APIS_BY_QUALIFIED_NAME, Api
-from candle_port.analysis.names import ClassInfo, Collection, FunctionInfo, Import, Scope, Value, all_params, dotted_name
+from candle_port.analysis.names import ClassInfo, Collection, Import, Scope, Value, all_params, dotted_name
 from candle_port.analysis.values import literals_of
 
 _ENUM_BASES = {"enum.Enum", "enum.StrEnum", "enum.IntEnum", "enum.Flag", "enum.IntFlag"}
@@ -198,7 +198,8 @@ def _function_key(scope: Scope, module: str) -> tuple[str, ast.AST, bool] | None
 
 
 def _call_params(node, is_method: bool) -> tuple[str, ...]:
-    params = [p.name for p in all_params(node.args) if p.node in (*node.args.posonlyargs, *node.args.args)]
+    """The names a call's positional arguments bind to, in order (`self` dropped for a method)."""
+    params = [a.arg for a in (*node.args.posonlyargs, *node.args.args)]
     if is_method and params and not _is_static(node):
         params = params[1:]
     return tuple(params)

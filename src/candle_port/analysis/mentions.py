@@ -52,6 +52,17 @@ def imported_words(text: str) -> set[str]:
     return words
 
 
+def call_words(text: str) -> frozenset[str]:
+    """The names `text` could call a wrapper of another module by: every word of its import
+    statements ("*" for a star import) and every `.name(` attribute call. `may_call` is true only
+    for a name among these (or with a star import), so a file whose words meet no wrapper's name
+    need not be read again when the wrappers are known."""
+    words = imported_words(text)
+    if "." in text:
+        words.update(_ATTRIBUTE_CALL.findall(text))
+    return frozenset(words)
+
+
 @dataclass(frozen=True)
 class WrapperCallFilter:
     """The textual test for "may call one of these wrappers", built once per index."""
