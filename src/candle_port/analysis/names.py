@@ -163,9 +163,29 @@ _SIMPLE = {
     ast.UnaryOp: ("operand",),
     ast.Starred: ("value",),
     ast.Slice: ("lower", "upper", "step"),
-    ast.If: (),  # handled below: test, body, orelse are lists
+    ast.IfExp: ("test", "body", "orelse"),
+    ast.FormattedValue: ("value", "format_spec"),
+    ast.Raise: ("exc", "cause"),
+    ast.Assert: ("test", "msg"),
+    ast.Await: ("value",),
+    ast.Yield: ("value",),
+    ast.YieldFrom: ("value",),
 }
-del _SIMPLE[ast.If]
+# Common nodes that bind nothing and hold lists: (single-node fields, list fields), in `_fields`
+# order as ast.iter_child_nodes walks them, but without the operator and context leaves.
+_WITH_LISTS = {
+    ast.Tuple: ((), ("elts",)),
+    ast.List: ((), ("elts",)),
+    ast.Set: ((), ("elts",)),
+    ast.Compare: (("left",), ("comparators",)),
+    ast.BoolOp: ((), ("values",)),
+    ast.If: (("test",), ("body", "orelse")),
+    ast.While: (("test",), ("body", "orelse")),
+    ast.JoinedStr: ((), ("values",)),
+    ast.Dict: ((), ("keys", "values")),
+    ast.Delete: ((), ("targets",)),
+    ast.Try: ((), ("body", "handlers", "orelse", "finalbody")),
+}
 _COMPREHENSIONS = (ast.ListComp, ast.SetComp, ast.GeneratorExp, ast.DictComp)
 
 
@@ -246,6 +266,13 @@ class ScopeBuilder:
         simple = _SIMPLE.get(kind)
         if simple is not None:
             return [child for name in simple if (child := getattr(node, name)) is not None]
+        with_lists = _WITH_LISTS.get(kind)
+        if with_lists is not None:
+            singles, lists = with_lists
+            out = [getattr(node, name) for name in singles]
+            for name in lists:
+                out.extend(getattr(node, name))
+            return [child for child in out if child is not None] if kind is ast.Dict else out
         if kind in _FUNCTIONS:
             info = FunctionInfo(node, scope)
             scope.bind(node.name, info)
@@ -397,6 +424,12 @@ class Resolver:
         # subclass of a known API, that API), or an empty set.
         self._base_of_class = base_of_class
         self._external = external
+        # qualified_names by (node, scope, depth): a call is resolved for its site, its summary
+        # and its external refs in turn. forget() when what `external` answers changes.
+        self._names: dict[tuple[int, int, int], frozenset[str]] = {}
+
+    def forget(self) -> None:
+        self._names.clear()
 
     def lookup(self, name: str, scope: Scope) -> list[Binding] | None:
         start = scope
@@ -414,7 +447,14 @@ class Resolver:
             scope = scope.parent
         return None
 
-    def qualified_names(self, node: ast.expr, scope: Scope, depth: int = 0) -> set[str]:
+    def qualified_names(self, node: ast.expr, scope: Scope, depth: int = 0) -> frozenset[str]:
+        key = (id(node), id(scope), depth)
+        found = self._names.get(key)
+        if found is None:
+            found = self._names[key] = frozenset(self._qualified_names(node, scope, depth))
+        return found
+
+    def _qualified_names(self, node: ast.expr, scope: Scope, depth: int) -> set[str]:
         if depth > _MAX_ALIAS_DEPTH:
             return set()
         attrs: list[str] = []

@@ -154,6 +154,7 @@ def scan_module(tree: ast.Module, text: str = "", index=None, package: str = "",
         sites.extend(found)
     summary = summarize(module, path, builder, resolver, sites)
     local = holder[0] = (index or ProjectIndex([])).overlay(summary)
+    resolver.forget()  # names resolved through the index may read this module's summary now
     if local.wrappers:
         for call, scope in plain:
             sites.extend(local.wrapper_sites(call, scope, resolver, module))
