@@ -137,6 +137,21 @@ def test_a_star_reexport_resolves_to_the_module_that_defines_the_name(tmp_path: 
     assert [(f.code, "bicubic" in f.message) for f in user.findings] == [("CP104", True)]
 
 
+def test_a_wrapper_reexported_under_another_name_is_still_a_wrapper(tmp_path: Path):
+    # The index skips callees whose last name no wrapper has, unless an import renames it: `up` is
+    # `ops.resize` through pkg/__init__ (which holds a site, so it is summarized).
+    root = _tree(tmp_path / "pkg", {
+        "__init__.py": "from .ops import resize as up\nimport torch.nn.functional as F\ng = lambda x: F.interpolate(x, scale_factor=2)\n",
+        "ops.py": WRAPPER,
+        "user.py": "from pkg import up\ndef f(x):\n    return up(x, 4, mode='bicubic')\n",
+        "other.py": "from pkg import resize2\ndef f(x):\n    return resize2(x, 4, mode='bicubic')\n",
+    })
+    report = check_paths([str(root)], Config(), jobs=1)
+    by_file = {Path(r.path).name: r for r in report.results}
+    assert [(f.code, "bicubic" in f.message) for f in by_file["user.py"].findings] == [("CP104", True)]
+    assert by_file["other.py"].findings == []
+
+
 def test_star_imports_in_a_cycle_terminate(tmp_path: Path):
     root = _tree(tmp_path / "pkg", {
         "__init__.py": "from .a import *\n",

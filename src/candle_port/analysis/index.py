@@ -463,8 +463,24 @@ class ProjectIndex:
         memo = self.__dict__.setdefault("_wrapper_memo", {})
         if qualified in memo:
             return memo[qualified]
+        if qualified.rpartition(".")[2] not in self._wrapper_tails():
+            memo[qualified] = None  # most callees: no re-export can make them a wrapper
+            return None
         found = memo[qualified] = self._wrapper(qualified)
         return found
+
+    def _wrapper_tails(self) -> set[str]:
+        """Every wrapper's last name, and every name a module imports under another name.
+
+        Resolution follows re-exports, which keep a name's last part unless an import renames it
+        (`from .ops import resize as up`), so only a name ending in one of these can be a wrapper."""
+        tails = self.__dict__.get("_tails")
+        if tails is None:
+            tails = {name.rpartition(".")[2] for name in self.wrappers}
+            for summary in self.modules.values():
+                tails.update(local for local, target in summary.imports.items() if target.rpartition(".")[2] != local)
+            self._tails = tails
+        return tails
 
     def _wrapper(self, qualified: str) -> Wrapper | None:
         found = self.wrappers.get(qualified)
@@ -543,7 +559,7 @@ class ProjectIndex:
             if not added:
                 return
             # One level per round: answers cached in this round may predate its new wrappers.
-            for memo in ("_definer_table", "_wrapper_memo", "_split_volatile"):
+            for memo in ("_definer_table", "_wrapper_memo", "_split_volatile", "_tails"):
                 self.__dict__.pop(memo, None)
 
     # -- what the checker asks ---------------------------------------------------------------------
@@ -562,6 +578,11 @@ class ProjectIndex:
             from candle_port.analysis.mentions import WrapperCallFilter
 
             pairs = [(self._module_of(w.name), w.name) for w in self.wrappers.values()]
+            pairs += [  # a wrapper re-exported under another name (`from .ops import resize as up`)
+                (name, f"{name}.{local}") for name, summary in self.modules.items()
+                for local, target in summary.imports.items()
+                if target.rpartition(".")[2] != local and self.wrapper(target) is not None
+            ]
             pairs += [  # project subclasses of a module API: constructing one is a site
                 (name, f"{name}.{cls}") for name, summary in self.modules.items() for cls in summary.classes
                 if self.external_names(f"{name}.{cls}")
