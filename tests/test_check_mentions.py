@@ -152,6 +152,19 @@ def test_a_wrapper_reexported_under_another_name_is_still_a_wrapper(tmp_path: Pa
     assert by_file["other.py"].findings == []
 
 
+def test_a_file_first_parsed_later_finds_its_own_wrapper_of_a_wrapper(tmp_path: Path):
+    # user.py names no API (the second pass parses it: it calls ops.resize). Its own `up` passes
+    # its parameter to resize's mode, so the call of `up` with a literal mode is a site.
+    root = _tree(tmp_path / "pkg", {
+        "__init__.py": "",
+        "ops.py": WRAPPER,
+        "user.py": "from pkg.ops import resize\ndef up(x, how='nearest'):\n    return resize(x, 4, mode=how)\ny = up(x, how='bicubic')\n",
+    })
+    report = check_paths([str(root)], Config(), jobs=1)
+    user = next(r for r in report.results if r.path.endswith("user.py"))
+    assert [(f.line, f.code) for f in user.findings] == [(4, "CP104")]
+
+
 def test_star_imports_in_a_cycle_terminate(tmp_path: Path):
     root = _tree(tmp_path / "pkg", {
         "__init__.py": "from .a import *\n",
@@ -187,12 +200,36 @@ def test_a_project_subclass_built_in_a_file_without_api_names_is_found(tmp_path:
         pytest.param("from diffusers import Upsample2D\nself.upsamplers = [Upsample2D(c)]\n", False, id="look-alike-names"),
         pytest.param("max_pool_size = 3\nuse_conv3d_stem = True\n", False, id="config-words"),
         pytest.param("x = 1\n", False, id="nothing"),
+        # An API name only in a comment or a string literal holds no site.
+        pytest.param("# F.interpolate(x)\nx = 1\n", False, id="comment"),
+        pytest.param('"""Resize with bilinear interpolate."""\nx = 1\n', False, id="docstring"),
+        pytest.param("s = 'interpolate'\nt = b\"MaxPool2d\"\n", False, id="strings"),
+        pytest.param('s = "a\\"interpolate"\n', False, id="escaped-quote"),
+        pytest.param("'''one \\''' interpolate'''\n", False, id="escaped-triple-quote"),
+        pytest.param('if"interpolate" in x:\n    pass\n', False, id="string-after-keyword"),
+        pytest.param('s = "a\\\ninterpolate"\n', False, id="continued-line"),
+        # ...and anything not read for sure counts as code.
+        pytest.param('s = "x"  # upsample\ny = F.interpolate(x)\n', True, id="after-comment"),
+        pytest.param('"""doc"""\n# max_pool2d\n"upsample"\nnn.Upsample(2)\n', True, id="after-strings"),
+        pytest.param('s = f"{F.interpolate(x)}"\n', True, id="f-string"),
+        pytest.param('s = rf"{F.interpolate(x)}"\n', True, id="rf-string"),
+        pytest.param('s = "unterminated\ny = F.interpolate(x)\n', True, id="unterminated"),
+        pytest.param('s = r"\\\\"; y = F.interpolate(x)\n', True, id="raw-backslashes"),
     ],
 )
 def test_the_prefilter_wants_a_whole_api_name(text: str, holds: bool):
+    import ast
+    import tokenize
+    from io import StringIO
+
+    from candle_port.analysis.apis import API_SHORT_NAMES
     from candle_port.prefilter import may_hold_sites
 
     assert may_hold_sites(text) is holds
+    if not holds:  # a skipped text parses and names no API in its code
+        ast.parse(text)
+        names = {t.string for t in tokenize.generate_tokens(StringIO(text).readline) if t.type == tokenize.NAME}
+        assert not names & API_SHORT_NAMES
 
 
 def test_every_api_name_contains_a_fragment():

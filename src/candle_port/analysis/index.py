@@ -349,8 +349,9 @@ class ProjectIndex:
             wrapper = Wrapper(**{**raw, "params": tuple(raw["params"]), "default": _tuple(raw["default"])})
             out.wrappers.setdefault(wrapper.name, wrapper)
         out._digests = {}
-        if not self.modules:
-            out._wrappers_of_wrappers()  # one module alone: its own wrappers of wrappers
+        # The stored index holds every other module's wrappers of wrappers; this module's own are
+        # found here (a file first parsed in a later pass is not in the stored fixed point).
+        out._wrappers_of_wrappers([summary])
         return out
 
     # -- resolution ------------------------------------------------------------------------------
@@ -533,13 +534,14 @@ class ProjectIndex:
                 out |= self.external_names(base, depth + 1)
         return out
 
-    def _wrappers_of_wrappers(self) -> None:
-        """The fixed point: a function passing its parameter to a wrapper's mode is a wrapper one level up."""
+    def _wrappers_of_wrappers(self, summaries: list[ModuleSummary] | None = None) -> None:
+        """The fixed point: a function passing its parameter to a wrapper's mode is a wrapper one
+        level up (over `summaries`' passes only, when given)."""
         if not self.wrappers:
             return  # nothing to be a wrapper of (most single files of the first pass)
         for _ in range(_MAX_DEPTH):
             added = False
-            for summary in self.modules.values():
+            for summary in self.modules.values() if summaries is None else summaries:
                 for key, params, param, default, line, callees, keyword, position in summary.passes:
                     if key in self.wrappers:
                         continue
