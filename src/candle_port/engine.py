@@ -174,7 +174,7 @@ def check_files_with_index(
                 digests[files[i]] = digest or ""
                 used[i] = digest
                 redo.append(i)
-            elif new_names and result.call_words is not None and (new_names & result.call_words or "*" in result.call_words):
+            elif result.call_words is not None and new_names & result.call_words:
                 digests[files[i]] = index.digest()
                 redo.append(i)  # may call a new wrapper: read again, checked if a call of it is written there
         if not redo:

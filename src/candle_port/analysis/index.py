@@ -349,6 +349,8 @@ class ProjectIndex:
             wrapper = Wrapper(**{**raw, "params": tuple(raw["params"]), "default": _tuple(raw["default"])})
             out.wrappers.setdefault(wrapper.name, wrapper)
         out._digests = {}
+        if self.modules:  # a superset of the tails is still a filter that drops no wrapper
+            out._tails = self._wrapper_tails() | _tails_of(summary)
         # The stored index holds every other module's wrappers of wrappers; this module's own are
         # found here (a file first parsed in a later pass is not in the stored fixed point).
         out._wrappers_of_wrappers([summary])
@@ -479,7 +481,7 @@ class ProjectIndex:
         if tails is None:
             tails = {name.rpartition(".")[2] for name in self.wrappers}
             for summary in self.modules.values():
-                tails.update(local for local, target in summary.imports.items() if target.rpartition(".")[2] != local)
+                tails |= _tails_of(summary)
             self._tails = tails
         return tails
 
@@ -704,6 +706,13 @@ class ProjectIndex:
             cached = hashlib.sha256(json.dumps(payload, sort_keys=True, default=repr).encode()).hexdigest()
             self._digests["*"] = cached
         return cached
+
+
+def _tails_of(summary: ModuleSummary) -> set[str]:
+    """The last names of a module's wrappers and the names it imports under another name."""
+    tails = {raw["name"].rpartition(".")[2] for raw in summary.wrappers}
+    tails.update(local for local, target in summary.imports.items() if target.rpartition(".")[2] != local)
+    return tails
 
 
 def _tuple(value):

@@ -54,12 +54,14 @@ def imported_words(text: str) -> set[str]:
 
 def call_words(text: str) -> frozenset[str]:
     """The names `text` could call a wrapper of another module by: every word of its import
-    statements ("*" for a star import) and every `.name(` attribute call. `may_call` is true only
-    for a name among these (or with a star import), so a file whose words meet no wrapper's name
+    statements, every `.name(` attribute call, and with a star import every `name(` call.
+    `may_call` is true only for a name among these, so a file whose words meet no wrapper's name
     need not be read again when the wrappers are known."""
     words = imported_words(text)
     if "." in text:
         words.update(_ATTRIBUTE_CALL.findall(text))
+    if "*" in words:  # a star import can bring any name: every name called bare
+        words.update(_BARE_CALL.findall(text))
     return frozenset(words)
 
 
@@ -106,3 +108,5 @@ class WrapperCallFilter:
 
 # `.name(`: a call of an attribute (a module's function, a class's method); spaces allowed.
 _ATTRIBUTE_CALL = re.compile(r"\.\s*([A-Za-z_]\w*)\s*\(")
+# `name(`: a bare call.
+_BARE_CALL = re.compile(r"(?<![\w.])([A-Za-z_]\w*)\s*\(")
