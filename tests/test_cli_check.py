@@ -265,3 +265,22 @@ def test_statistics_split_a_code_whose_sites_differ_in_severity(tmp_path):
     )
     out = run_tool(str(tmp_path), "--statistics").stdout.decode()
     assert out.split() == ["3", "CP109", "error", "1,", "warning", "2"]
+
+
+@pytest.mark.parametrize("terminal", [False, True], ids=["piped", "terminal"])
+def test_a_finding_on_line_100_is_printed_as_written(tmp_path, terminal):
+    # rich replaced ":100:" with an emoji; piped output is written without rich's markup pass.
+    import subprocess
+
+    path = tmp_path / "far.py"
+    path.write_text("import torch.nn.functional as F\n" + "\n" * 98 + "y = F.interpolate(x, scale_factor=2, mode='bilinear')\n")
+    env = {k: v for k, v in os.environ.items() if k not in ("FORCE_COLOR", "NO_COLOR")}
+    if terminal:
+        env["FORCE_COLOR"] = "1"
+    command = [sys.executable, "-m", "candle_port", "check", "--no-cache", str(path)]
+    out = subprocess.run(command, capture_output=True, env=env, timeout=600).stdout.decode()
+    assert ":100:5:" in out and "\N{HUNDRED POINTS SYMBOL}" not in out
+    assert ("\x1b[" in out) is terminal
+    if not terminal:
+        assert out.startswith(f"{path}:100:5: CP101 F.interpolate(mode='bilinear') ") and out.endswith("[fix: runtime, nearest, convtranspose]\n")
+        assert out.count("\n") == 1

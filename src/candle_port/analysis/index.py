@@ -541,30 +541,38 @@ class ProjectIndex:
         level up (over `summaries`' passes only, when given)."""
         if not self.wrappers:
             return  # nothing to be a wrapper of (most single files of the first pass)
+        entries = [(summary, entry) for summary in (self.modules.values() if summaries is None else summaries) for entry in summary.passes]
+        by_tail: dict[str, list[int]] = {}  # a callee's last name -> the entries that call it
+        for i, (_, entry) in enumerate(entries):
+            for callee in entry[5]:
+                by_tail.setdefault(callee.rpartition(".")[2], []).append(i)
         for _ in range(_MAX_DEPTH):
-            added = False
-            for summary in self.modules.values() if summaries is None else summaries:
-                for key, params, param, default, line, callees, keyword, position in summary.passes:
-                    if key in self.wrappers:
+            added: list[str] = []
+            tails = self._wrapper_tails()
+            # Only an entry calling a name that can resolve to a wrapper, in their first order.
+            for i in sorted({i for tail in tails & by_tail.keys() for i in by_tail[tail]}):
+                summary, (key, params, param, default, line, callees, keyword, position) = entries[i]
+                if key in self.wrappers:
+                    continue
+                for callee in callees:
+                    inner = self.wrapper(callee)
+                    if inner is None:
                         continue
-                    for callee in callees:
-                        inner = self.wrapper(callee)
-                        if inner is None:
-                            continue
-                        passes = keyword == inner.param if keyword is not None else (
-                            position is not None and position < len(inner.params) and inner.params[position] == inner.param
+                    passes = keyword == inner.param if keyword is not None else (
+                        position is not None and position < len(inner.params) and inner.params[position] == inner.param
+                    )
+                    if passes:
+                        self.wrappers[key] = Wrapper(
+                            key, tuple(params), param, _tuple(default), inner.api, line, summary.path, inner.level + 1
                         )
-                        if passes:
-                            self.wrappers[key] = Wrapper(
-                                key, tuple(params), param, _tuple(default), inner.api, line, summary.path, inner.level + 1
-                            )
-                            added = True
-                            break
+                        added.append(key)
+                        break
             if not added:
                 return
             # One level per round: answers cached in this round may predate its new wrappers.
-            for memo in ("_definer_table", "_wrapper_memo", "_split_volatile", "_tails"):
+            for memo in ("_definer_table", "_wrapper_memo", "_split_volatile"):
                 self.__dict__.pop(memo, None)
+            tails.update(key.rpartition(".")[2] for key in added)
 
     # -- what the checker asks ---------------------------------------------------------------------
     def called_names(self) -> set[str]:

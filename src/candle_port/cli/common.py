@@ -86,11 +86,11 @@ def effective_config(config_path: Path | None, paths: list[str], select: str | N
 
 
 def stderr_console() -> Console:
-    return Console(stderr=True, highlight=False)
+    return Console(stderr=True, highlight=False, emoji=False)
 
 
 def stdout_console() -> Console:
-    return Console(highlight=False, soft_wrap=True)
+    return Console(highlight=False, soft_wrap=True, emoji=False)
 
 
 def fail_usage(message: str) -> None:

@@ -140,7 +140,7 @@ def verify_command(
         from rich.console import Console
 
         # A terminal's own width; when stdout is not a terminal, $COLUMNS or 160 (rich would say 80).
-        console = Console(highlight=False, width=None if sys.stdout.isatty() else _pipe_width())
+        console = Console(highlight=False, emoji=False, width=None if sys.stdout.isatty() else _pipe_width())
         report.render(console, show_refusals)
         if candle_result is not None:
             console.print(candle_text(candle_result), markup=False)

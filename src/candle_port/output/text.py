@@ -12,6 +12,9 @@ from candle_port.findings import FileError, Finding, Severity
 
 def print_findings(console: Console, findings: list[Finding], show_fixes: bool = True) -> None:
     """Findings on stdout, one per line, files in order, a blank line between files."""
+    if console.color_system is None and not console.record:
+        _print_plain(console.file, findings, show_fixes)
+        return
     last_path = None
     for f in findings:
         if last_path is not None and f.path != last_path:
@@ -26,6 +29,24 @@ def print_findings(console: Console, findings: list[Finding], show_fixes: bool =
             soft_wrap=True,
             highlight=False,
         )
+
+
+def _print_plain(out, findings: list[Finding], show_fixes: bool) -> None:
+    """The same lines without styles, written as they are: rich's markup pass over each line took
+    more of port-check's own time than building the report on a large tree."""
+    lines: list[str] = []
+    last_path = None
+    for f in findings:
+        if last_path is not None and f.path != last_path:
+            lines.append("")
+        last_path = f.path
+        fixes = f" [fix: {', '.join(f.fixes)}]" if (show_fixes and f.fixes) else ""
+        if show_fixes and f.hint and not f.fixes:
+            fixes = f" [hint: {f.hint}]"
+        lines.append(f"{f.path}:{f.line}:{f.column}: {f.code} {f.message}{fixes}")
+    if lines:
+        out.write("\n".join(lines) + "\n")
+        out.flush()
 
 
 def print_file_errors(console: Console, errors: list[FileError]) -> None:
