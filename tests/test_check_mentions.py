@@ -241,3 +241,35 @@ def test_every_api_name_contains_a_fragment():
     from candle_port.analysis.apis import API_NAME_FRAGMENTS, API_SHORT_NAMES
 
     assert all(any(fragment in name for fragment in API_NAME_FRAGMENTS) for name in API_SHORT_NAMES)
+
+
+def test_an_overlay_patches_the_stored_definer_table_exactly():
+    """overlay() derives its definer table from the stored index's; it must equal a rebuilt one."""
+    from candle_port.analysis.index import ModuleSummary, ProjectIndex
+
+    def summary(module, constants=(), classes=(), wrappers=(), passes=()):
+        return ModuleSummary(
+            module, module.replace(".", "/") + ".py", constants={c: ["x"] for c in constants},
+            classes={c: ["torch.nn.Upsample"] for c in classes},
+            wrappers=[{"name": f"{module}.{w}", "params": ["x", "mode"], "param": "mode", "default": None,
+                       "api": "torch.nn.functional.interpolate", "line": 1, "path": "p.py", "level": 0} for w in wrappers],
+            passes=list(passes),
+        )
+
+    stored = summary("pkg.a", constants=["MODE", "OLD"], classes=["Up"], wrappers=["resize"])
+    index = ProjectIndex([
+        stored,
+        summary("pkg.b", constants=["MODE"], passes=[["pkg.b.up", ["x", "how"], "how", None, 3, ["pkg.a.resize"], "mode", None]]),
+        summary("pkg.c", classes=["Up"]),
+    ])
+    assert "pkg.b.up" in index.wrappers  # a wrapper of a wrapper from the fixed point
+    for changed in (
+        summary("pkg.a", constants=["MODE", "NEW"], wrappers=["resize", "scale"]),
+        summary("pkg.b", constants=["OTHER"], passes=[["pkg.b.up", ["x", "how"], "how", None, 3, ["pkg.a.resize"], "mode", None]]),
+        summary("pkg.d", classes=["Up"], wrappers=["warp"]),
+    ):
+        over = index.overlay(changed)
+        patched = {name: sorted(s.module for s in found) for name, found in over._definers().items() if found}
+        del over._definer_table
+        rebuilt = {name: sorted(s.module for s in found) for name, found in over._definers().items() if found}
+        assert patched == rebuilt, changed.module

@@ -351,6 +351,7 @@ class ProjectIndex:
         out._digests = {}
         if self.modules:  # a superset of the tails is still a filter that drops no wrapper
             out._tails = self._wrapper_tails() | _tails_of(summary)
+            out._definer_table = out._definers_with(self._definers(), stored, summary)
         # The stored index holds every other module's wrappers of wrappers; this module's own are
         # found here (a file first parsed in a later pass is not in the stored fixed point).
         out._wrappers_of_wrappers([summary])
@@ -450,9 +451,7 @@ class ProjectIndex:
         if table is None:
             table = {}
             for summary in self.modules.values():
-                names = {*summary.constants, *summary.enums, *summary.classes}
-                names.update(w["name"][len(summary.module) + 1 :].split(".")[0] for w in summary.wrappers)
-                for name in names:
+                for name in _defined_names(summary):
                     table.setdefault(name, []).append(summary)
             for wrapper in self.wrappers.values():  # wrappers of wrappers found by the fixed point
                 module, _, name = wrapper.name.rpartition(".")
@@ -461,6 +460,19 @@ class ProjectIndex:
                     table[name].append(summary)
             self._definer_table = table
         return table
+
+    def _definers_with(self, table: dict, stored: ModuleSummary | None, summary: ModuleSummary) -> dict:
+        """The definer table of this overlay from its stored index's `table`, `summary` in place of
+        `stored` (rebuilding it for every checked file took 3% of port-check's time)."""
+        out = dict(table)
+        in_module = {w.name.rpartition(".")[2] for w in self.wrappers.values() if w.name.rpartition(".")[0] == summary.module}
+        if stored is not None:
+            for name in _defined_names(stored) | in_module:
+                if name in out:
+                    out[name] = [s for s in out[name] if s is not stored]
+        for name in _defined_names(summary) | in_module:
+            out[name] = [*out.get(name, ()), summary]
+        return out
 
     def wrapper(self, qualified: str) -> Wrapper | None:
         memo = self.__dict__.setdefault("_wrapper_memo", {})
@@ -714,6 +726,14 @@ class ProjectIndex:
             cached = hashlib.sha256(json.dumps(payload, sort_keys=True, default=repr).encode()).hexdigest()
             self._digests["*"] = cached
         return cached
+
+
+def _defined_names(summary: ModuleSummary) -> set[str]:
+    """The names a module defines at its top level that the index knows: constants, enums,
+    classes, wrappers (a method wrapper by its class)."""
+    names = {*summary.constants, *summary.enums, *summary.classes}
+    names.update(w["name"][len(summary.module) + 1 :].split(".")[0] for w in summary.wrappers)
+    return names
 
 
 def _tails_of(summary: ModuleSummary) -> set[str]:
