@@ -50,6 +50,7 @@ def test_a_file_that_can_call_a_wrapper_is_parsed(text: str):
         pytest.param("s = 'resize'\n", id="string"),
         pytest.param("class P:\n    def preprocess(self, x):\n        return x\nP().preprocess(x)\n", id="own-method-same-name"),
         pytest.param("import numpy\nx = 1\n", id="unrelated"),
+        pytest.param("from PIL import Image\nimg = Image.open(p)\nimg.resize((2, 2))\n", id="attribute-of-an-object"),
     ],
 )
 def test_a_file_that_cannot_call_a_wrapper_is_not(text: str):
@@ -168,6 +169,22 @@ def test_a_file_first_parsed_later_finds_its_own_wrapper_of_a_wrapper(tmp_path: 
     report = check_paths([str(root)], Config(), jobs=1)
     user = next(r for r in report.results if r.path.endswith("user.py"))
     assert [(f.line, f.code) for f in user.findings] == [(4, "CP104")]
+
+
+def test_a_wrapper_called_as_an_attribute_of_a_module_that_reexports_it(tmp_path: Path):
+    # `.resize(` counts only where an import names a module that defines or re-exports it: `api`
+    # re-exports ops.resize (api/__init__ holds a site, so it is summarized).
+    _tree(tmp_path, {
+        "pkg/__init__.py": "",
+        "pkg/ops.py": WRAPPER,
+        "api/__init__.py": "from pkg.ops import resize\nimport torch.nn.functional as F\ng = lambda x: F.interpolate(x, scale_factor=2)\n",
+        "user.py": "import api as A\ny = A.resize(x, 4, mode='bicubic')\n",
+        "pil.py": "from PIL import Image\nimg = Image.open('a.png').resize((4, 4))\n",
+    })
+    report = check_paths([str(tmp_path)], Config(), jobs=1)
+    by_file = {Path(r.path).name: r for r in report.results}
+    assert [(f.code, "bicubic" in f.message) for f in by_file["user.py"].findings] == [("CP104", True)]
+    assert not by_file["pil.py"].parsed
 
 
 def test_star_imports_in_a_cycle_terminate(tmp_path: Path):

@@ -602,10 +602,15 @@ class ProjectIndex:
             from candle_port.analysis.mentions import WrapperCallFilter
 
             pairs = [(self._module_of(w.name), w.name) for w in self.wrappers.values()]
-            pairs += [  # a wrapper re-exported under another name (`from .ops import resize as up`)
+            pairs += [  # a wrapper re-exported, by name or as another (`from .ops import resize as up`)
                 (name, f"{name}.{local}") for name, summary in self.modules.items()
                 for local, target in summary.imports.items()
-                if target.rpartition(".")[2] != local and self.wrapper(target) is not None
+                if self.wrapper(target) is not None
+            ]
+            tails = {w.name.rpartition(".")[2] for w in self.wrappers.values()}
+            pairs += [  # ...or through a star import (`from .ops import *`)
+                (name, f"{name}.{tail}") for name, summary in self.modules.items() if summary.stars
+                for tail in tails if self.wrapper(f"{name}.{tail}") is not None
             ]
             pairs += [  # project subclasses of a module API: constructing one is a site
                 (name, f"{name}.{cls}") for name, summary in self.modules.items() for cls in summary.classes

@@ -6,8 +6,10 @@ the text must show one of:
 
 * `fn(` with `fn` written in an import statement (`from .affwarp import resize`), or imported
   under another name (`resize as r`), or a star import;
-* `.fn(`: an attribute of an imported module (`K.geometry.resize(`), or for a method wrapper
-  `Class.meth`, `.meth(` with `Class` imported or reached as an attribute.
+* `.fn(`: an attribute of an imported module (`K.geometry.resize(`), with an import statement that
+  names a part of a module defining or re-exporting `fn` (`import kornia as K`: PIL's
+  `image.resize(` in a file that imports no such module sent 77 corpus files to the parser), or
+  for a method wrapper `Class.meth`, `.meth(` with `Class` imported or reached as an attribute.
 
 Checking the import words, not just `fn(`, keeps common names (`resize`, `scale`, `preprocess`)
 from sending every file that defines its own function of that name to the parser (on the dev
@@ -17,7 +19,7 @@ corpus: 214 files parsed for nothing before). tests/test_check_mentions.py has t
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 _HEAD = re.compile(r"[ \t]*(?:from[ \t]+[.\w]+[ \t]+)?\Z")  # what may precede `import` on its line
 _WORD = re.compile(r"[A-Za-z_]\w*")
@@ -71,19 +73,25 @@ class WrapperCallFilter:
 
     functions: frozenset[str]  # module-level functions and classes: the called name
     methods: frozenset[tuple[str, str]]  # (Class, method)
+    # For each function: the parts of the modules that define or re-export it. `.fn(` can call it
+    # only on a module imported by a statement that names one of them (`import kornia as K`).
+    gateways: dict = field(default_factory=dict, compare=False)
 
     @classmethod
     def for_names(cls, qualified: list[tuple[str, str]]) -> "WrapperCallFilter":
-        """From (module, qualified wrapper name) pairs."""
+        """From (module, qualified wrapper name) pairs: the module that defines the wrapper or
+        re-exports it under that name."""
         functions: set[str] = set()
         methods: set[tuple[str, str]] = set()
+        gateways: dict[str, set[str]] = {}
         for module, name in qualified:
             rest = name[len(module) + 1:].split(".") if name.startswith(module + ".") else name.rsplit(".", 1)[-1:]
             if len(rest) >= 2:
                 methods.add((rest[-2], rest[-1]))
             else:
                 functions.add(rest[-1])
-        return cls(frozenset(functions), frozenset(methods))
+                gateways.setdefault(rest[-1], set()).update(module.split("."))
+        return cls(frozenset(functions), frozenset(methods), {name: frozenset(parts) for name, parts in gateways.items()})
 
     def short_names(self) -> set[str]:
         return set(self.functions) | {method for _, method in self.methods}
@@ -96,8 +104,9 @@ class WrapperCallFilter:
             if f"{name} as " in text or re.search(r"(?<![\w.])%s\s*\(" % re.escape(name), text):
                 return True
         attribute_calls = set(_ATTRIBUTE_CALL.findall(text)) if "." in text else set()
-        if self.functions & attribute_calls:
-            return True
+        for name in self.functions & attribute_calls:  # `K.geometry.resize(`, not `image.resize(`
+            if name not in self.gateways or self.gateways[name] & words:
+                return True
         for owner, method in self.methods:
             if method in attribute_calls and (owner in words or star or f".{owner}" in text):
                 return True
