@@ -1,9 +1,10 @@
 """port-check vs ruff and TorchFix on the same real corpus, in one run: CPU seconds and ratios.
 
-    python bench/check_speed.py [--corpus .corpus] [--subset segmentation_models_pytorch,kornia]
+    python bench/check_speed.py [--corpus .corpus] [--subset segmentation_models_pytorch,kornia] [--also DIR ...]
 
 ruff (`check --select E,F --no-cache`) runs on the whole corpus, as port-check does (cold, no cache);
-TorchFix on the subset, as port-check again. Tools come from the `bench` extra (ruff; TorchFix 0.7.0
+TorchFix on the subset, as port-check again; `--also DIR`: port-check and ruff on another tree
+(a real package fetched beside the corpus). Tools come from the `bench` extra (ruff; TorchFix 0.7.0
 installed with --no-deps: it declares libcst<1.6 but runs with ours), else from .bench-venv.
 Every tool is timed by wall clock and by the CPU seconds of its process tree (the machine may be
 shared; CPU seconds are the fairer figure). Then port-check's cache: a cold run that fills it and a
@@ -67,6 +68,7 @@ def main() -> None:
     parser.add_argument("--corpus", default=str(ROOT / ".corpus"))
     parser.add_argument("--subset", default="segmentation_models_pytorch", help="packages TorchFix also runs on")
     parser.add_argument("--skip-cache", action="store_true", help="skip the cold/warm cache and clean-file runs")
+    parser.add_argument("--also", action="append", default=[], metavar="DIR", help="another tree to run port-check and ruff on (repeatable)")
     args = parser.parse_args()
     # Every tool runs as installed: pip writes bytecode at install, so port-check compiles none of
     # its modules at start. A shell with PYTHONDONTWRITEBYTECODE=1 would add that to every run.
@@ -89,6 +91,11 @@ def main() -> None:
     for name, (wall, cpu, _rc) in (("port-check (no cache)", whole_ours), ("ruff check --select E,F --no-cache", whole_ruff)):
         print(f"{name:<34}{wall:9.2f}{cpu:9.2f}")
     print(f"ratio port-check / ruff: {whole_ours[1] / whole_ruff[1]:.2f}x the CPU seconds ({whole_ours[0] / whole_ruff[0]:.2f}x wall)")
+    for tree in map(Path, args.also):
+        files, mb = count_files([tree])
+        ours_cpu = timed([*port_check_command(), "--no-cache", str(tree)])[1]
+        ruff_cpu = timed([ruff, "check", "--select", "E,F", "--no-cache", "--exit-zero", "-q", str(tree)])[1]
+        print(f"{tree.name} ({files} files, {mb:.1f} MB): port-check {ours_cpu:.2f} CPU s, ruff {ruff_cpu:.2f}: {ours_cpu / max(ruff_cpu, 1e-3):.2f}x")
 
     print(f"\nsubset {args.subset} ({n_files} files, {megabytes:.1f} MB):")
     ours = timed([*port_check_command(), "--no-cache", *map(str, subset)])
