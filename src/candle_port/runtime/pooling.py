@@ -68,15 +68,49 @@ _PoolOptArg = Union[int, Sequence[int], None]
 
 def _pool_meta(fn, x: torch.Tensor, *args) -> Optional[torch.Tensor]:
     """``fn(meta copy of x, *args)``'s first output, or None when torch rejects the arguments
-    (or the dtype, or anything else), so that the caller hands the real call to torch."""
+    (or the dtype, or anything else), so that the caller hands the real call to torch. Outside
+    tracing the answer is cached per (op, sizes, strides, dtype, arguments): torch's meta call
+    costs more than the whole pool on small late feature maps."""
     if not x.is_floating_point():
         return None
+    if torch._C._len_torch_dispatch_stack() > 0:
+        with _disable_current_modes():
+            return _pool_meta_call(fn, torch.empty_like(x, device="meta"), args)
+    if torch.compiler.is_compiling():
+        return _pool_meta_call(fn, torch.empty_like(x, device="meta"), args)
     try:
-        if torch._C._len_torch_dispatch_stack() > 0:
-            with _disable_current_modes():
-                out = fn(torch.empty_like(x, device="meta"), *args)
-        else:
-            out = fn(torch.empty_like(x, device="meta"), *args)
+        key = (fn, tuple(x.shape), x.stride(), x.dtype, _pool_hashable(args))
+        hash(key)
+    except TypeError:  # an argument torch may accept but that does not hash (e.g. a tensor)
+        return _pool_meta_call(fn, torch.empty_like(x, device="meta"), args)
+    return _pool_meta_cached(key, fn, x, args)
+
+
+def _pool_hashable(v):
+    if isinstance(v, (list, tuple, torch.Size)):
+        return (type(v).__name__,) + tuple(_pool_hashable(e) for e in v)
+    if isinstance(v, torch.Tensor):
+        raise TypeError("tensor argument")
+    return (type(v).__name__, v)
+
+
+_POOL_META_CACHE: dict = {}
+_POOL_META_CACHE_MAX = 512
+
+
+def _pool_meta_cached(key, fn, x: torch.Tensor, args) -> Optional[torch.Tensor]:
+    if key in _POOL_META_CACHE:
+        return _POOL_META_CACHE[key]
+    out = _pool_meta_call(fn, torch.empty_like(x, device="meta"), args)
+    if len(_POOL_META_CACHE) >= _POOL_META_CACHE_MAX:
+        _POOL_META_CACHE.clear()
+    _POOL_META_CACHE[key] = out
+    return out
+
+
+def _pool_meta_call(fn, xm: torch.Tensor, args) -> Optional[torch.Tensor]:
+    try:
+        out = fn(xm, *args)
     except Exception:  # torch's own call on x raises the same error, or computes
         return None
     return out[0] if isinstance(out, tuple) else out
@@ -103,6 +137,11 @@ def _pool_channels_last(x: torch.Tensor, meta_out: torch.Tensor) -> bool:
         and meta_out.is_contiguous(memory_format=fmt)
         and not meta_out.is_contiguous()
     )
+
+
+def _pool_tracing() -> bool:
+    """Whether a dispatch mode (make_fx, FakeTensorMode) or torch.compile is recording."""
+    return torch._C._len_torch_dispatch_stack() > 0 or torch.compiler.is_compiling()
 
 
 def _pool_constants(builder, *key):
@@ -260,11 +299,13 @@ def _pool_divisor(
 
 def clear_pooling_cache() -> None:
     """Drop the cached pooling index tables, window matrices and divisors."""
+    _pool_view_plan.cache_clear()
     _pool_max_table.cache_clear()
     _pool_adaptive_max_table.cache_clear()
     _pool_avg_matrix.cache_clear()
     _pool_adaptive_avg_matrix.cache_clear()
     _pool_divisor.cache_clear()
+    _POOL_META_CACHE.clear()
 
 
 # ---------------------------------------------------------------------------------------------
@@ -506,10 +547,167 @@ def _pool_avg_core(
     return match_strides(y.squeeze(0) if added else y, meta.stride())
 
 
-def _pool_max_core(x: torch.Tensor, meta: torch.Tensor, nd: int, table: _PoolTable, return_indices: bool):
-    """Values, and indices if ``return_indices``: what torch's op returns."""
+class _PoolAxisPos(NamedTuple):
+    offset: int  # t * d: the position's input offset from its window's start
+    lo: int  # outputs [lo, hi) have this position inside the input
+    hi: int
+    start: int  # input index read by output lo
+    step: int  # s: input stride between consecutive outputs
+
+
+class _PoolViewPlan(NamedTuple):
+    axes: Tuple[Tuple[_PoolAxisPos, ...], ...]  # per spatial axis, its window positions in order
+    full: Tuple[int, ...]  # per axis, a position inside the input for every output
+    base: torch.Tensor  # (Ho, Wo, C) code dtype: flat (N, H*W*C) index of each window's start
+    offsets: Tuple[torch.Tensor, ...]  # 0-d code tensors, row-major over the window positions
+    code: torch.dtype  # float32 when flat indices are exact in it, else float64
+
+
+@lru_cache(maxsize=256)
+def _pool_view_plan(
+    in_sizes: Tuple[int, ...],
+    out_sizes: Tuple[int, ...],
+    channels: int,
+    kernel: Tuple[int, ...],
+    stride: Tuple[int, ...],
+    padding: Tuple[int, ...],
+    dilation: Tuple[int, ...],
+    device: torch.device,
+) -> Optional[_PoolViewPlan]:
+    """The window positions of a 2-D max pool as strided views of the (N, H, W, C) input: per
+    axis and position ``t``, the outputs whose element ``o * s - p + t * d`` is inside the
+    input (a contiguous range, read with step ``s``). None when no position of an axis is
+    inside for every output (left to the table path)."""
+    axes, full = [], []
+    for n, o, k, st, p, d in zip(in_sizes, out_sizes, kernel, stride, padding, dilation):
+        pos = []
+        for t in range(k):
+            lo = max(0, -(-(p - t * d) // st))
+            hi = min(o, (n - 1 + p - t * d) // st + 1)
+            if hi > lo:
+                pos.append(_PoolAxisPos(t * d, lo, hi, lo * st - p + t * d, st))
+        whole = [i for i, q in enumerate(pos) if q.lo == 0 and q.hi == o]
+        if not whole:
+            return None
+        axes.append(tuple(pos))
+        full.append(whole[0])
+    h, w = in_sizes
+    code = torch.float32 if h * w * channels < (1 << 24) else torch.float64
+    rows = torch.arange(out_sizes[0], dtype=torch.int64) * stride[0] - padding[0]
+    cols = torch.arange(out_sizes[1], dtype=torch.int64) * stride[1] - padding[1]
+    base = (rows[:, None, None] * w + cols[None, :, None]) * channels + torch.arange(channels)
+    offsets = tuple(
+        torch.tensor(float((a.offset * w + b.offset) * channels), dtype=code, device=device)
+        for a in axes[0]
+        for b in axes[1]
+    )
+    return _PoolViewPlan(tuple(axes), tuple(full), base.to(code).to(device), offsets, code)
+
+
+def _pool_strided(t: torch.Tensor, dims: Sequence[Tuple[int, int, int, int]]) -> torch.Tensor:
+    """A strided view of an (N, A, B, C) ``t``: for each ``(dim, start, count, step)`` along
+    ``dim`` in (1, 2), ``count`` elements from ``start`` every ``step`` (one ``as_strided``;
+    cheaper than indexing with slices, which costs more than the op on small maps)."""
+    size, stride = list(t.shape), list(t.stride())
+    offset = t.storage_offset()
+    for dim, start, count, step in dims:
+        offset += start * stride[dim]
+        size[dim] = count
+        stride[dim] *= step
+    return t.as_strided(size, stride, offset)
+
+
+def _pool_view_max(v: torch.Tensor, dim: int, axis: Sequence[_PoolAxisPos], full: int) -> torch.Tensor:
+    """The maximum over an axis's window positions, by ``maximum`` of strided views (NaN
+    propagates; a zero's sign may differ from ATen's first-element choice, which the caller
+    handles)."""
+    first = axis[full]
+    view = _pool_strided(v, [(dim, first.start, first.hi - first.lo, first.step)])
+    # positions covering every output first: the first two make y in one op, no copy
+    rest = sorted((q for i, q in enumerate(axis) if i != full), key=lambda q: (q.lo, -q.hi))
+    if not rest:
+        return view.clone()
+    y = None
+    for q in rest:
+        other = _pool_strided(v, [(dim, q.start, q.hi - q.lo, q.step)])
+        if y is None and q.lo == first.lo and q.hi == first.hi:
+            y = torch.maximum(view, other)
+            continue
+        if y is None:
+            y = view.clone()
+        part = _pool_strided(y, [(dim, q.lo, q.hi - q.lo, 1)])
+        torch.maximum(part, other, out=part)
+    assert y is not None
+    return y
+
+
+def _pool_max_views(
+    x: torch.Tensor, meta: torch.Tensor, plan: _PoolViewPlan, return_indices: bool
+):
+    """Max pool of a channels_last (N, C, H, W) ``x`` by strided views of its (N, H, W, C)
+    memory: no copy of the windows.
+
+    The maximum ``y`` is ``maximum`` over the window positions' views, H then W (separable;
+    computed without gradient). Without a gradient to compute and when no output is zero or
+    NaN, ``y`` is the result. Else the chosen element is located as in ATen: per position
+    ``t`` in reverse row-major order, ``code = lerp(code, offset_t, v_t == y)`` (a 0/1 weight:
+    exact), so the first element equal to the maximum wins (which also fixes a zero's sign);
+    where a maximum is NaN, an ascending pass with ``v_t != v_t`` takes the last NaN. Then
+    one ``gather`` along the last dim of the (N, H*W*C) view: the gradient path is the same
+    single ``gather`` as the table path's."""
+    n, c = x.shape[0], x.shape[1]
+    ax_h, ax_w = plan.axes
+    out_shape = tuple(meta.shape)
+    xv = x.detach().permute(0, 2, 3, 1)  # (N, H, W, C)
+    need_grad = torch.is_grad_enabled() and x.requires_grad
+    with torch.no_grad():
+        y = _pool_view_max(_pool_view_max(xv, 1, ax_h, plan.full[0]), 2, ax_w, plan.full[1])
+        if not (need_grad or return_indices) and float(y.abs().amin()) > 0:  # NaN: not > 0
+            return match_strides(y.permute(0, 3, 1, 2), meta.stride())
+    with torch.no_grad():
+        order = [(i, a, j, b) for i, a in enumerate(ax_h) for j, b in enumerate(ax_w)]
+        # the default is the last position when every output has it (no other position equal
+        # to the maximum: it is the one), else a position every output has
+        i, a, j, b = order[-1]
+        last_full = a.lo == 0 and a.hi == y.shape[1] and b.lo == 0 and b.hi == y.shape[2]
+        default = len(order) - 1 if last_full else plan.full[0] * len(ax_w) + plan.full[1]
+        acc = torch.empty(y.shape, dtype=plan.code, device=x.device)
+        acc.fill_(plan.offsets[default])
+        flags = torch.empty(y.shape, dtype=plan.code, device=x.device)
+
+        def passes(positions, compare):
+            for i, a, j, b in positions:
+                region = [(1, a.lo, a.hi - a.lo, 1), (2, b.lo, b.hi - b.lo, 1)]
+                view = _pool_strided(xv, [(1, a.start, a.hi - a.lo, a.step), (2, b.start, b.hi - b.lo, b.step)])
+                f = _pool_strided(flags, region)
+                compare(view, _pool_strided(y, region) if compare is torch.eq else view, out=f)
+                _pool_strided(acc, region).lerp_(plan.offsets[i * len(ax_w) + j], f)
+
+        passes(reversed(order[:-1] if last_full else order), torch.eq)
+        if bool(y.sum().isnan()):
+            passes(order, torch.ne)  # x != x: the last NaN of the window
+        index = acc.add_(plan.base).to(torch.int64).reshape(n, -1)
+    out = x.permute(0, 2, 3, 1).reshape(n, -1).gather(1, index)
+    out = out.reshape(n, out_shape[2], out_shape[3], c).permute(0, 3, 1, 2)
+    out = match_strides(out, meta.stride())
+    if not return_indices:
+        return out
+    spatial = torch.div(index, c, rounding_mode="floor").reshape(n, out_shape[2], out_shape[3], c)
+    return out, match_strides(spatial.permute(0, 3, 1, 2), meta.stride())
+
+
+def _pool_max_core(
+    x: torch.Tensor, meta: torch.Tensor, nd: int, table: _PoolTable, return_indices: bool, view_key=None
+):
+    """Values, and indices if ``return_indices``: what torch's op returns. ``view_key``: the
+    window arguments (kernel, stride, padding, dilation) when the windows are strided views."""
     xb, added = _pool_batched(x, nd)
     cl = not added and _pool_channels_last(x, meta)
+    if cl and nd == 2 and view_key is not None and not _pool_tracing():
+        key = (tuple(x.shape[-2:]), tuple(meta.shape[-2:]), x.shape[1]) + tuple(view_key) + (x.device,)
+        plan = _pool_view_plan(*key)
+        if plan is not None:
+            return _pool_max_views(x, meta, plan, return_indices)
     out_sizes = tuple(meta.shape[-nd:])
     out, index = _pool_max_apply(xb, table, out_sizes, cl, return_indices)
     out = match_strides(out.squeeze(0) if added else out, meta.stride())
@@ -551,7 +749,7 @@ def _pool_max(nd: int, x, kernel_size, stride, padding, dilation, ceil_mode, ret
     if table is None or x.numel() == 0 or torch.jit.is_tracing():  # see _pool_meta
         torch_fn = _POOL_MAX_FN[nd]  # so torch raises or computes
         return torch_fn(x, kernel_size, stride, padding, dilation, ceil_mode, return_indices)
-    return _pool_max_core(x, meta, nd, table, return_indices)
+    return _pool_max_core(x, meta, nd, table, return_indices, key[2:6])
 
 
 def max_pool2d(
@@ -779,7 +977,11 @@ def _pool_adaptive_max(nd: int, x, output_size, return_indices):
         return torch_fn(x, output_size, return_indices)
     key = (tuple(x.shape[-nd:]), tuple(meta.shape[-nd:]), x.device)
     table = _pool_constants(_pool_adaptive_max_table, *key)
-    return _pool_max_core(x, meta, nd, table, return_indices)
+    view_key = None
+    if all(n % o == 0 for n, o in zip(x.shape[-nd:], meta.shape[-nd:])):  # windows tile: k == s
+        k = tuple(n // o for n, o in zip(x.shape[-nd:], meta.shape[-nd:]))
+        view_key = (k, k, (0,) * nd, (1,) * nd)
+    return _pool_max_core(x, meta, nd, table, return_indices, view_key)
 
 
 def adaptive_max_pool2d(input: torch.Tensor, output_size, return_indices: bool = False):
