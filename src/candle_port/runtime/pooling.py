@@ -104,8 +104,38 @@ def _pool_meta_cached(key, fn, x: torch.Tensor, args) -> Optional[torch.Tensor]:
     out = _pool_meta_call(fn, torch.empty_like(x, device="meta"), args)
     if len(_POOL_META_CACHE) >= _POOL_META_CACHE_MAX:
         _POOL_META_CACHE.clear()
+    _POOL_PLANS.clear()
     _POOL_META_CACHE[key] = out
     return out
+
+
+def _pool_signature(fn, x: torch.Tensor, args) -> Optional[tuple]:
+    """A hashable key for (op, input sizes / strides / dtype / device, arguments), or None
+    while tracing or for an argument that does not hash: what a call's plan depends on."""
+    if torch._C._len_torch_dispatch_stack() > 0 or torch.compiler.is_compiling() or torch.jit.is_tracing():
+        return None
+    try:
+        key = (fn, tuple(x.shape), x.stride(), x.dtype, x.device, _pool_hashable(args))
+        hash(key)
+    except TypeError:
+        return None
+    return key
+
+
+_POOL_PLANS: dict = {}
+
+
+def _pool_plan_memo(key: Optional[tuple], build):
+    """``build()``, remembered under ``key`` (not when None): the meta answer, tables and
+    divisors of a call, so that a repeated call skips their look-ups."""
+    if key is None:
+        return build()
+    plan = _POOL_PLANS.get(key)
+    if plan is None:
+        if len(_POOL_PLANS) >= _POOL_META_CACHE_MAX:
+            _POOL_PLANS.clear()
+        plan = _POOL_PLANS[key] = build()
+    return plan
 
 
 def _pool_meta_call(fn, xm: torch.Tensor, args) -> Optional[torch.Tensor]:
@@ -446,32 +476,36 @@ def _pool_sum_apply(x: torch.Tensor, axes: Sequence[_PoolMatrix], channels_last:
     return y.clone() if y is x else y
 
 
-# Without a gradient to compute, tiles up to this size are summed by adds of views (the fastest
-# forward); else by ``sum`` over the split axis, whose backward is one expand (the backward of
-# each narrow would allocate and fill an input-sized gradient).
-_POOL_TILE_ADDS = 4
+# Tiles up to this size are summed as the adds of ``unbind``'s parts (one op per element
+# either way; the backward of ``unbind`` stacks the parts' gradients into one input-sized
+# tensor); larger ones by ``sum`` over the split axis.
+_POOL_TILE_ADDS = 8
 
 
 def _pool_sum_tiled(x: torch.Tensor, axes: Sequence[_PoolMatrix]) -> torch.Tensor:
     """Window sums of a channels_last (N, C, H, W) ``x`` whose windows tile each axis (window
     ``o`` is ``[o * k, o * k + k)``: adaptive pools with ``in % out == 0``, avg pools with
     ``kernel == stride`` and no padding): on the (N, H, W, C) view, each axis is split into
-    (out, k) and summed over k (``sum``; or its k slices added, ``narrow`` + ``add``, when no
-    gradient is needed). Each output adds only its window's own elements, so inf / NaN behave
-    as in torch's kernel."""
-    adds = not (torch.is_grad_enabled() and x.requires_grad)
+    (out, k) and summed over k: the adds of the k parts ``unbind`` gives (views; its backward
+    is one ``stack``), or ``sum`` for larger k. Each output adds only its window's own
+    elements, so inf / NaN behave as in torch's kernel. (``narrow`` is skipped when it keeps
+    the whole axis: its backward would fill an input-sized gradient with zeros first.)"""
     v = x.permute(0, 2, 3, 1)
     for dim, m in ((1, axes[0]), (2, axes[1])):
         k, out = m.tile, m.matrix.shape[0]
-        v = v.narrow(dim, 0, out * k)
+        if v.shape[dim] != out * k:
+            v = v.narrow(dim, 0, out * k)
+        if k == 1:
+            continue
         v = v.reshape(v.shape[:dim] + (out, k) + v.shape[dim + 1 :])
-        if not adds or k > _POOL_TILE_ADDS:
+        if k > _POOL_TILE_ADDS:
             v = v.sum(dim + 1)
             continue
-        y = v.narrow(dim + 1, 0, 1)
-        for j in range(1, k):
-            y = y + v.narrow(dim + 1, j, 1)
-        v = y.squeeze(dim + 1)
+        parts = v.unbind(dim + 1)
+        y = parts[0] + parts[1]
+        for part in parts[2:]:
+            y = y + part
+        v = y
     return v.permute(0, 3, 1, 2)
 
 
@@ -526,7 +560,7 @@ def _pool_sum_taps(x: torch.Tensor, axes: Sequence[_PoolMatrix], channels_last: 
 
 
 def _pool_avg_core(
-    x: torch.Tensor, meta: torch.Tensor, nd: int, axes: Sequence[_PoolMatrix], override: Optional[int]
+    x: torch.Tensor, nd: int, meta: torch.Tensor, axes: Sequence[_PoolMatrix], divisor: torch.Tensor
 ) -> torch.Tensor:
     xb, added = _pool_batched(x, nd)
     cl = not added and x.dim() == 4 and _pool_channels_last(x, meta)  # 5-D: generic path
@@ -541,7 +575,7 @@ def _pool_avg_core(
         y = _pool_sum_apply(xb, axes, cl)
     else:
         y = _pool_sum_taps(xb, axes, cl)
-    y = y / _pool_constants(_pool_divisor, tuple(axes), override)
+    y = y / divisor
     if y.dtype != dtype:
         y = y.to(dtype)
     return match_strides(y.squeeze(0) if added else y, meta.stride())
@@ -696,18 +730,29 @@ def _pool_max_views(
     return out, match_strides(spatial.permute(0, 3, 1, 2), meta.stride())
 
 
+def _pool_max_view_plan(x: torch.Tensor, meta: torch.Tensor, nd: int, window) -> Optional[_PoolViewPlan]:
+    """The strided-view plan for a batched channels_last 2-D ``x`` (``window``: kernel,
+    stride, padding, dilation), else None (the table path)."""
+    if nd != 2 or x.dim() != 4 or not _pool_channels_last(x, meta):
+        return None
+    key = (tuple(x.shape[-2:]), tuple(meta.shape[-2:]), x.shape[1]) + tuple(window) + (x.device,)
+    return _pool_constants(_pool_view_plan, *key)
+
+
 def _pool_max_core(
-    x: torch.Tensor, meta: torch.Tensor, nd: int, table: _PoolTable, return_indices: bool, view_key=None
+    x: torch.Tensor,
+    nd: int,
+    meta: torch.Tensor,
+    table: _PoolTable,
+    view_plan: Optional[_PoolViewPlan],
+    return_indices: bool,
 ):
-    """Values, and indices if ``return_indices``: what torch's op returns. ``view_key``: the
-    window arguments (kernel, stride, padding, dilation) when the windows are strided views."""
+    """Values, and indices if ``return_indices``: what torch's op returns. ``view_plan``: the
+    windows as strided views (channels_last input), used outside tracing."""
+    if view_plan is not None and not _pool_tracing():
+        return _pool_max_views(x, meta, view_plan, return_indices)
     xb, added = _pool_batched(x, nd)
     cl = not added and _pool_channels_last(x, meta)
-    if cl and nd == 2 and view_key is not None and not _pool_tracing():
-        key = (tuple(x.shape[-2:]), tuple(meta.shape[-2:]), x.shape[1]) + tuple(view_key) + (x.device,)
-        plan = _pool_view_plan(*key)
-        if plan is not None:
-            return _pool_max_views(x, meta, plan, return_indices)
     out_sizes = tuple(meta.shape[-nd:])
     out, index = _pool_max_apply(xb, table, out_sizes, cl, return_indices)
     out = match_strides(out.squeeze(0) if added else out, meta.stride())
@@ -732,9 +777,12 @@ _POOL_ADAPTIVE_MAX_WITH_INDICES = {
 
 def _pool_max(nd: int, x, kernel_size, stride, padding, dilation, ceil_mode, return_indices):
     with_indices = _POOL_MAX_WITH_INDICES[nd]
-    meta = _pool_meta(with_indices, x, kernel_size, stride, padding, dilation, ceil_mode, True)
-    table = None
-    if meta is not None and meta.numel() > 0:
+    args = (kernel_size, stride, padding, dilation, ceil_mode)
+
+    def build():
+        meta = _pool_meta(with_indices, x, kernel_size, stride, padding, dilation, ceil_mode, True)
+        if meta is None or meta.numel() == 0 or x.numel() == 0:
+            return None
         kernel = _pool_ints(kernel_size, nd)
         key = (
             tuple(x.shape[-nd:]),
@@ -746,10 +794,13 @@ def _pool_max(nd: int, x, kernel_size, stride, padding, dilation, ceil_mode, ret
             x.device,
         )
         table = _pool_constants(_pool_max_table, *key)
-    if table is None or x.numel() == 0 or torch.jit.is_tracing():  # see _pool_meta
+        return None if table is None else (meta, table, _pool_max_view_plan(x, meta, nd, key[2:6]))
+
+    plan = _pool_plan_memo(_pool_signature(with_indices, x, args), build)
+    if plan is None or torch.jit.is_tracing():  # see _pool_meta
         torch_fn = _POOL_MAX_FN[nd]  # so torch raises or computes
         return torch_fn(x, kernel_size, stride, padding, dilation, ceil_mode, return_indices)
-    return _pool_max_core(x, meta, nd, table, return_indices, key[2:6])
+    return _pool_max_core(x, nd, *plan, return_indices)
 
 
 def max_pool2d(
@@ -859,21 +910,28 @@ def max_pool1d_with_indices(
 def _pool_avg(nd: int, torch_fn, x, args):
     """``args`` as torch_fn takes them: kernel_size, stride, padding, ceil_mode,
     count_include_pad[, divisor_override]."""
-    kernel_size, stride, padding, _, count_include_pad = args[:5]
-    override = args[5] if len(args) > 5 else None
-    meta = _pool_meta(torch_fn, x, *args)
-    if meta is None or meta.numel() == 0 or x.numel() == 0 or torch.jit.is_tracing():
-        return torch_fn(x, *args)
-    kernel = _pool_ints(kernel_size, nd)
-    strides = _pool_ints(stride, nd, kernel)
-    pads = _pool_ints(padding, nd)
-    axes = tuple(
-        _pool_constants(
-            _pool_avg_matrix, n, o, k, s, p, bool(count_include_pad), _pool_compute_dtype(x), x.device
+
+    def build():
+        kernel_size, stride, padding, _, count_include_pad = args[:5]
+        override = args[5] if len(args) > 5 else None
+        meta = _pool_meta(torch_fn, x, *args)
+        if meta is None or meta.numel() == 0 or x.numel() == 0:
+            return None
+        kernel = _pool_ints(kernel_size, nd)
+        strides = _pool_ints(stride, nd, kernel)
+        pads = _pool_ints(padding, nd)
+        dtype = _pool_compute_dtype(x)
+        axes = tuple(
+            _pool_constants(_pool_avg_matrix, n, o, k, s, p, bool(count_include_pad), dtype, x.device)
+            for n, o, k, s, p in zip(x.shape[-nd:], meta.shape[-nd:], kernel, strides, pads)
         )
-        for n, o, k, s, p in zip(x.shape[-nd:], meta.shape[-nd:], kernel, strides, pads)
-    )
-    return _pool_avg_core(x, meta, nd, axes, None if override is None else int(override))
+        divisor = _pool_constants(_pool_divisor, axes, None if override is None else int(override))
+        return meta, axes, divisor
+
+    plan = _pool_plan_memo(_pool_signature(torch_fn, x, args), build)
+    if plan is None or torch.jit.is_tracing():
+        return torch_fn(x, *args)
+    return _pool_avg_core(x, nd, *plan)
 
 
 def _pool_compute_dtype(x: torch.Tensor) -> torch.dtype:
@@ -958,30 +1016,43 @@ def adaptive_avg_pool1d(input: torch.Tensor, output_size) -> torch.Tensor:
 
 
 def _pool_adaptive_avg(nd: int, torch_fn, x, output_size):
-    meta = _pool_meta(torch_fn, x, output_size)
-    if meta is None or meta.numel() == 0 or x.numel() == 0 or torch.jit.is_tracing():
+    def build():
+        meta = _pool_meta(torch_fn, x, output_size)
+        if meta is None or meta.numel() == 0 or x.numel() == 0:
+            return None
+        dtype = _pool_compute_dtype(x)
+        axes = tuple(
+            _pool_constants(_pool_adaptive_avg_matrix, n, o, dtype, x.device)
+            for n, o in zip(x.shape[-nd:], meta.shape[-nd:])
+        )
+        return meta, axes, _pool_constants(_pool_divisor, axes, None)
+
+    plan = _pool_plan_memo(_pool_signature(torch_fn, x, (output_size,)), build)
+    if plan is None or torch.jit.is_tracing():
         return torch_fn(x, output_size)
-    dtype = _pool_compute_dtype(x)
-    axes = tuple(
-        _pool_constants(_pool_adaptive_avg_matrix, n, o, dtype, x.device)
-        for n, o in zip(x.shape[-nd:], meta.shape[-nd:])
-    )
-    return _pool_avg_core(x, meta, nd, axes, None)
+    return _pool_avg_core(x, nd, *plan)
 
 
 def _pool_adaptive_max(nd: int, x, output_size, return_indices):
     with_indices = _POOL_ADAPTIVE_MAX_WITH_INDICES[nd]
-    meta = _pool_meta(with_indices, x, output_size, True)
-    if meta is None or meta.numel() == 0 or x.numel() == 0 or torch.jit.is_tracing():
+
+    def build():
+        meta = _pool_meta(with_indices, x, output_size, True)
+        if meta is None or meta.numel() == 0 or x.numel() == 0:
+            return None
+        key = (tuple(x.shape[-nd:]), tuple(meta.shape[-nd:]), x.device)
+        table = _pool_constants(_pool_adaptive_max_table, *key)
+        view_plan = None
+        if all(n % o == 0 for n, o in zip(x.shape[-nd:], meta.shape[-nd:])):  # windows tile: k == s
+            k = tuple(n // o for n, o in zip(x.shape[-nd:], meta.shape[-nd:]))
+            view_plan = _pool_max_view_plan(x, meta, nd, (k, k, (0,) * nd, (1,) * nd))
+        return meta, table, view_plan
+
+    plan = _pool_plan_memo(_pool_signature(with_indices, x, (output_size,)), build)
+    if plan is None or torch.jit.is_tracing():
         torch_fn = _POOL_ADAPTIVE_MAX_FN[nd]  # torch raises or computes
         return torch_fn(x, output_size, return_indices)
-    key = (tuple(x.shape[-nd:]), tuple(meta.shape[-nd:]), x.device)
-    table = _pool_constants(_pool_adaptive_max_table, *key)
-    view_key = None
-    if all(n % o == 0 for n, o in zip(x.shape[-nd:], meta.shape[-nd:])):  # windows tile: k == s
-        k = tuple(n // o for n, o in zip(x.shape[-nd:], meta.shape[-nd:]))
-        view_key = (k, k, (0,) * nd, (1,) * nd)
-    return _pool_max_core(x, meta, nd, table, return_indices, view_key)
+    return _pool_max_core(x, nd, *plan, return_indices)
 
 
 def adaptive_max_pool2d(input: torch.Tensor, output_size, return_indices: bool = False):
