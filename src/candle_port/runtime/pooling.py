@@ -547,6 +547,35 @@ def _pool_sum_shifted(x: torch.Tensor, axes: Sequence[_PoolMatrix]) -> torch.Ten
     return v.permute(0, 3, 1, 2)
 
 
+def _pool_sum_shifted_inplace(x: torch.Tensor, axes: Sequence[_PoolMatrix]) -> Optional[torch.Tensor]:
+    """``_pool_sum_shifted`` in eager mode with fewer fresh tensors (each costs page faults
+    on first touch, more than the adds): per axis, a copy of the shift that every output has,
+    then the other shifts added in place on the output ranges they reach (no padded copy).
+    With ``grad``, autograd records the in-place adds on views. None when some axis has no
+    shift that every output reads (left to the padded path)."""
+    v = x.permute(0, 2, 3, 1)
+    plans = []
+    for dim, m in ((1, axes[0]), (2, axes[1])):
+        k, p = _pool_shift(m)  # type: ignore[misc]
+        n, out = v.shape[dim], m.matrix.shape[0]
+        full = [t - p for t in range(k) if 0 <= t - p <= n - out]
+        if not full:
+            return None
+        plans.append((dim, [t - p for t in range(k)], out, full[0], n))
+    for dim, shifts, out, d0, n in plans:
+        if len(shifts) == 1 and d0 == 0 and out == n:
+            continue
+        y = v.narrow(dim, d0, out).clone(memory_format=torch.contiguous_format)
+        for d in shifts:
+            if d == d0:
+                continue
+            lo, hi = max(0, -d), min(out, n - d)
+            if hi > lo:
+                y.narrow(dim, lo, hi - lo).add_(v.narrow(dim, lo + d, hi - lo))
+        v = y
+    return v.permute(0, 3, 1, 2)
+
+
 def _pool_sum_taps(x: torch.Tensor, axes: Sequence[_PoolMatrix], channels_last: bool) -> torch.Tensor:
     """The same window sums by taps (input with inf / NaN): each window adds only its own
     elements, as torch's kernels do (see ``_taps``)."""
@@ -567,15 +596,21 @@ def _pool_avg_core(
     dtype = x.dtype
     if dtype in (torch.float16, torch.bfloat16):
         xb = xb.to(torch.float32)  # ATen accumulates and divides in float32 for these
+    need_grad = torch.is_grad_enabled() and xb.requires_grad
+    fresh = False  # y is a new tensor nothing else holds: divided in place
     if cl and all(a.tile for a in axes):  # adds of views: no 0 * inf, no finiteness test
         y = _pool_sum_tiled(xb, axes)
-    elif cl and not (torch.is_grad_enabled() and xb.requires_grad) and all(_pool_shift(a) for a in axes):
-        y = _pool_sum_shifted(xb, axes)  # stride 1, forward only: adds of shifted views
+    elif cl and not need_grad and all(_pool_shift(a) for a in axes):  # stride 1: adds of shifted views
+        y = None if _pool_tracing() else _pool_sum_shifted_inplace(xb, axes)
+        if y is None:
+            y = _pool_sum_shifted(xb, axes)
+        else:
+            fresh = True
     elif finite_input(xb):
         y = _pool_sum_apply(xb, axes, cl)
     else:
         y = _pool_sum_taps(xb, axes, cl)
-    y = y / divisor
+    y = y.div_(divisor) if fresh else y / divisor
     if y.dtype != dtype:
         y = y.to(dtype)
     return match_strides(y.squeeze(0) if added else y, meta.stride())
