@@ -104,7 +104,6 @@ def _pool_meta_cached(key, fn, x: torch.Tensor, args) -> Optional[torch.Tensor]:
     out = _pool_meta_call(fn, torch.empty_like(x, device="meta"), args)
     if len(_POOL_META_CACHE) >= _POOL_META_CACHE_MAX:
         _POOL_META_CACHE.clear()
-    _POOL_PLANS.clear()
     _POOL_META_CACHE[key] = out
     return out
 
@@ -328,7 +327,7 @@ def _pool_divisor(
 
 
 def clear_pooling_cache() -> None:
-    """Drop the cached pooling index tables, window matrices and divisors."""
+    """Drop the cached pooling index tables, window matrices, divisors and per-call plans."""
     _pool_view_plan.cache_clear()
     _pool_max_table.cache_clear()
     _pool_adaptive_max_table.cache_clear()
@@ -336,6 +335,7 @@ def clear_pooling_cache() -> None:
     _pool_adaptive_avg_matrix.cache_clear()
     _pool_divisor.cache_clear()
     _POOL_META_CACHE.clear()
+    _POOL_PLANS.clear()
 
 
 # ---------------------------------------------------------------------------------------------
