@@ -509,6 +509,27 @@ def _pool_sum_tiled(x: torch.Tensor, axes: Sequence[_PoolMatrix]) -> torch.Tenso
     return v.permute(0, 3, 1, 2)
 
 
+def _pool_sum_tiled_views(x: torch.Tensor, axes: Sequence[_PoolMatrix]) -> torch.Tensor:
+    """``_pool_sum_tiled`` without a gradient to compute: the k parts of each axis are strided
+    views (``as_strided``) of the (N, H, W, C) memory, added; fewer ops than splitting the
+    axis (the op count is what costs on small late feature maps)."""
+    v = x.permute(0, 2, 3, 1)
+    for dim, m in ((1, axes[0]), (2, axes[1])):
+        k, out = m.tile, m.matrix.shape[0]
+        if k == 1 and v.shape[dim] == out:
+            continue
+        size, stride = list(v.shape), list(v.stride())
+        size[dim] = out
+        step, stride[dim] = stride[dim], stride[dim] * k
+        base = v.storage_offset()
+        y = v.as_strided(size, stride, base)
+        y = y.clone() if k == 1 else y + v.as_strided(size, stride, base + step)
+        for j in range(2, k):
+            y.add_(v.as_strided(size, stride, base + j * step))
+        v = y
+    return v.permute(0, 3, 1, 2)
+
+
 @lru_cache(maxsize=256)
 def _pool_shift(m: _PoolMatrix) -> Optional[Tuple[int, int]]:
     """(k, p) when window o is ``[o - p, o - p + k)`` clipped to the input (stride 1, zero
@@ -599,7 +620,11 @@ def _pool_avg_core(
     need_grad = torch.is_grad_enabled() and xb.requires_grad
     fresh = False  # y is a new tensor nothing else holds: divided in place
     if cl and all(a.tile for a in axes):  # adds of views: no 0 * inf, no finiteness test
-        y = _pool_sum_tiled(xb, axes)
+        views = not (need_grad or _pool_tracing()) and all(a.tile <= _POOL_TILE_ADDS for a in axes)
+        y = _pool_sum_tiled_views(xb, axes) if views else _pool_sum_tiled(xb, axes)
+        # in place only without a gradient: y is a view (permute) of the sum, and autograd
+        # records an in-place op on a view as a scatter into its base
+        fresh = not need_grad and any(a.tile > 1 for a in axes) and not _pool_tracing()
     elif cl and not need_grad and all(_pool_shift(a) for a in axes):  # stride 1: adds of shifted views
         y = None if _pool_tracing() else _pool_sum_shifted_inplace(xb, axes)
         if y is None:
