@@ -769,13 +769,18 @@ def _pool_max_views(
         acc.fill_(plan.offsets[default])
         flags = torch.empty(y.shape, dtype=plan.code, device=x.device)
 
+        ho, wo = y.shape[1], y.shape[2]
+
         def passes(positions, compare):
             for i, a, j, b in positions:
-                region = [(1, a.lo, a.hi - a.lo, 1), (2, b.lo, b.hi - b.lo, 1)]
                 view = _pool_strided(xv, [(1, a.start, a.hi - a.lo, a.step), (2, b.start, b.hi - b.lo, b.step)])
-                f = _pool_strided(flags, region)
-                compare(view, _pool_strided(y, region) if compare is torch.eq else view, out=f)
-                _pool_strided(acc, region).lerp_(plan.offsets[i * len(ax_w) + j], f)
+                if a.lo == 0 and a.hi == ho and b.lo == 0 and b.hi == wo:  # every output: no views
+                    f, yr, ar = flags, y, acc
+                else:
+                    region = [(1, a.lo, a.hi - a.lo, 1), (2, b.lo, b.hi - b.lo, 1)]
+                    f, yr, ar = (_pool_strided(t, region) for t in (flags, y, acc))
+                compare(view, yr if compare is torch.eq else view, out=f)
+                ar.lerp_(plan.offsets[i * len(ax_w) + j], f)
 
         passes(reversed(order[:-1] if last_full else order), torch.eq)
         if bool(y.sum().isnan()):
