@@ -8,16 +8,22 @@ indices, gradient and memory format, and touch the input only through:
 * max pools: ``gather`` (one per call, on the input viewed with flattened spatial dims); the
   choice of the gathered element is computed without gradient from the detached input, in its
   channels-last (N, S, C) layout and in cache-sized chunks (``index_select`` of the windows,
-  ``amax``, the first element equal to it, integer look-ups);
+  ``amax``, the first element equal to it, integer look-ups). For channels_last 2-D input
+  (outside tracing) the windows are strided views instead: ``maximum`` of the window positions'
+  views, then per position ``eq`` + ``lerp`` for the first element equal to the maximum (see
+  ``_pool_max_views``); without a gradient, and with no output 0 or NaN, the maximum itself is
+  the result (no ``gather``);
 * average pools: ``matmul`` with 0/1 window matrices per spatial axis, then a division by
   torch's divisor (a constant tensor), in float32 for float16 / bfloat16 input. channels_last
-  input whose windows tile the axes sums views instead (``narrow`` + ``add``, or ``sum`` over
-  the split axis), and so does channels_last stride-1 pooling when no gradient is needed
-  (shifted ``narrow`` views of the zero-padded input).
+  input whose windows tile the axes sums views instead (the parts of ``unbind`` added, or
+  ``sum`` over the split axis; without a gradient ``as_strided`` parts), and so does
+  channels_last stride-1 pooling when no gradient is needed (shifts added in place into a copy,
+  or shifted ``narrow`` views of the zero-padded input while tracing).
 
 Index tables, window matrices and divisors depend on sizes and arguments only; they are built
-once per key (cached) and carry no gradient. Arguments are checked by running torch's own op on a
-meta tensor; when that raises, or for what is not composed here (non-floating dtypes, windows
+once per key (cached) and carry no gradient; outside tracing a call's whole plan (meta answer,
+tables, divisor) is remembered per (op, sizes, strides, dtype, device, arguments). Arguments are
+checked by running torch's own op on a meta tensor; when that raises, or for what is not composed here (non-floating dtypes, windows
 with no element inside the input), torch's op itself is called, so it raises or computes. So it
 is while ``torch.jit.trace`` records (the trace runs in torch, and torch's op keeps its sizes a
 function of the input's; a traced composition would bake the traced sizes in). The modules'
@@ -920,6 +926,14 @@ def max_pool2d(
                    .reshape((n, c, p))?;                         // u32, no grad
         let out = xf.gather(&idx, 2)?.reshape((n, c, h_out, w_out))?;  // Op::Gather: bwd exact
         // Never candle's max_pool2d: its backward bails (k != s) or is wrong (k == s).
+
+    **channels_last input** (outside tracing) takes the same choice from strided views of its
+    (N, H, W, C) memory instead of copied windows: ``y`` = ``maximum`` over the window
+    positions' views (per axis, the outputs whose element is inside the input form one range
+    read with step ``s``); then, per position in reverse row-major order, ``code = lerp(code,
+    offset, v == y)`` (the first element equal to ``y`` wins; a NaN window takes its last NaN in
+    a second pass) and the same ``gather``. Without a gradient and with no output 0 or NaN,
+    ``y`` is returned as it is (``maximum`` may give +0 where ATen's first maximum is -0).
 
     Falls back to ``F.max_pool2d`` itself for non-floating dtypes, for arguments torch rejects
     (so torch raises), for empty outputs, and for a window with no element inside the input
