@@ -761,7 +761,8 @@ def _pool_max_views(
     xv = x.detach().permute(0, 2, 3, 1)  # (N, H, W, C)
     need_grad = torch.is_grad_enabled() and x.requires_grad
     with torch.no_grad():
-        y = _pool_view_max(_pool_view_max(xv, 1, ax_h, plan.full[0]), 2, ax_w, plan.full[1])
+        rows = _pool_view_max(xv, 1, ax_h, plan.full[0])  # (N, Ho, W, C): a new tensor
+        y = _pool_view_max(rows, 2, ax_w, plan.full[1])
         if not (need_grad or return_indices) and float(y.abs().amin()) > 0:  # NaN: not > 0
             return match_strides(y.permute(0, 3, 1, 2), meta.stride())
     with torch.no_grad():
@@ -771,9 +772,13 @@ def _pool_max_views(
         i, a, j, b = order[-1]
         last_full = a.lo == 0 and a.hi == y.shape[1] and b.lo == 0 and b.hi == y.shape[2]
         default = len(order) - 1 if last_full else plan.full[0] * len(ax_w) + plan.full[1]
-        acc = torch.empty(y.shape, dtype=plan.code, device=x.device)
+        m = y.numel()
+        if rows.dtype == plan.code and rows.is_contiguous() and rows.numel() >= 2 * m:
+            buf = rows.view(-1)  # the row maxima are spent: the code and flags live there
+        else:
+            buf = torch.empty(2 * m, dtype=plan.code, device=x.device)
+        acc, flags = buf[:m].view(y.shape), buf[m : 2 * m].view(y.shape)
         acc.fill_(plan.offsets[default])
-        flags = torch.empty(y.shape, dtype=plan.code, device=x.device)
 
         ho, wo = y.shape[1], y.shape[2]
 
