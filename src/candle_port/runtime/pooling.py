@@ -763,8 +763,11 @@ def _pool_max_views(
     with torch.no_grad():
         rows = _pool_view_max(xv, 1, ax_h, plan.full[0])  # (N, Ho, W, C): a new tensor
         y = _pool_view_max(rows, 2, ax_w, plan.full[1])
-        if not (need_grad or return_indices) and float(y.abs().amin()) > 0:  # NaN: not > 0
-            return match_strides(y.permute(0, 3, 1, 2), meta.stride())
+        if not (need_grad or return_indices):
+            m = y.numel()
+            scratch = rows.view(-1)[:m].view(y.shape) if rows.is_contiguous() and rows.numel() >= m else None
+            if float(torch.abs(y, out=scratch).amin()) > 0:  # NaN: not > 0
+                return match_strides(y.permute(0, 3, 1, 2), meta.stride())
     with torch.no_grad():
         order = [(i, a, j, b) for i, a in enumerate(ax_h) for j, b in enumerate(ax_w)]
         # the default is the last position when every output has it (no other position equal
