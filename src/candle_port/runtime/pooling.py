@@ -128,6 +128,9 @@ def _pool_signature(fn, x: torch.Tensor, args) -> Optional[tuple]:
 
 
 _POOL_PLANS: dict = {}
+# a plan may hold a max pool's window-start table (Ho * Wo * C floats): bounded, and cleared
+# whole when full (a model calls its pools with a few signatures)
+_POOL_PLANS_MAX = 128
 
 
 def _pool_plan_memo(key: Optional[tuple], build):
@@ -137,7 +140,7 @@ def _pool_plan_memo(key: Optional[tuple], build):
         return build()
     plan = _POOL_PLANS.get(key)
     if plan is None:
-        if len(_POOL_PLANS) >= _POOL_META_CACHE_MAX:
+        if len(_POOL_PLANS) >= _POOL_PLANS_MAX:
             _POOL_PLANS.clear()
         plan = _POOL_PLANS[key] = build()
     return plan
@@ -663,7 +666,7 @@ class _PoolViewPlan(NamedTuple):
     code: torch.dtype  # float32 when flat indices are exact in it, else float64
 
 
-@lru_cache(maxsize=256)
+@lru_cache(maxsize=64)
 def _pool_view_plan(
     in_sizes: Tuple[int, ...],
     out_sizes: Tuple[int, ...],
