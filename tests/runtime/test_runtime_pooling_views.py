@@ -66,12 +66,13 @@ def _same(a: torch.Tensor, b: torch.Tensor) -> None:
 
 def _max_both(fn, torch_fn, x, args, kwargs):
     """Ours with and without a gradient, and torch's, including indices and gradients."""
-    want_x = x.detach().clone().requires_grad_()
+    want_x = x.detach().requires_grad_()  # detach keeps x's strides (clone would make it dense)
     want, want_idx = torch_fn(want_x, *args, return_indices=True, **kwargs)
     g = torch.rand(want.shape, generator=torch.Generator().manual_seed(1), dtype=x.dtype)
     g = g.contiguous(memory_format=CL)
     want.backward(g)
-    ours_x = x.detach().clone().requires_grad_()
+    ours_x = x.detach().requires_grad_()
+    assert ours_x.stride() == x.stride()
     ours, ours_idx = fn(ours_x, *args, return_indices=True, **kwargs)
     ours.backward(g)
     _same(ours, want)
@@ -202,3 +203,19 @@ def test_rejected_arguments_still_raise_torchs_error_after_a_cached_call():
         P.max_pool2d(x, 8)
     with pytest.raises(RuntimeError):
         P.max_pool2d(x, 8)
+
+
+@pytest.mark.parametrize(
+    "view",
+    [
+        pytest.param(lambda t: t[:, :, ::2], id="every-other-row"),
+        pytest.param(lambda t: t[:, 1:5], id="channel-slice"),
+        pytest.param(lambda t: t[..., 2:15], id="column-slice"),
+    ],
+)
+@pytest.mark.parametrize("args", [(3, 2, 1), (2,)], ids=["k3s2p1", "k2"])
+def test_channels_last_max_pool2d_of_a_strided_view(view, args):
+    """A view of a channels_last tensor (not dense): the windows are read through its own
+    strides, the gather from a contiguous copy; indices and gradient as torch's."""
+    x = view(_data("ties", (2, 6, 20, 18)))
+    _max_both(P.max_pool2d, F.max_pool2d, x, args, {})
