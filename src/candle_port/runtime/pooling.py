@@ -8,16 +8,22 @@ indices, gradient and memory format, and touch the input only through:
 * max pools: ``gather`` (one per call, on the input viewed with flattened spatial dims); the
   choice of the gathered element is computed without gradient from the detached input, in its
   channels-last (N, S, C) layout and in cache-sized chunks (``index_select`` of the windows,
-  ``amax``, the first element equal to it, integer look-ups);
+  ``amax``, the first element equal to it, integer look-ups). For channels_last 2-D input
+  (outside tracing) the windows are strided views instead: ``maximum`` of the window positions'
+  views, then per position ``eq`` + ``lerp`` for the first element equal to the maximum (see
+  ``_pool_max_views``); without a gradient, and with no output 0 or NaN, the maximum itself is
+  the result (no ``gather``);
 * average pools: ``matmul`` with 0/1 window matrices per spatial axis, then a division by
   torch's divisor (a constant tensor), in float32 for float16 / bfloat16 input. channels_last
-  input whose windows tile the axes sums views instead (``narrow`` + ``add``, or ``sum`` over
-  the split axis), and so does channels_last stride-1 pooling when no gradient is needed
-  (shifted ``narrow`` views of the zero-padded input).
+  input whose windows tile the axes sums views instead (the parts of ``unbind`` added, or
+  ``sum`` over the split axis; without a gradient ``as_strided`` parts), and so does
+  channels_last stride-1 pooling when no gradient is needed (shifts added in place into a copy,
+  or shifted ``narrow`` views of the zero-padded input while tracing).
 
 Index tables, window matrices and divisors depend on sizes and arguments only; they are built
-once per key (cached) and carry no gradient. Arguments are checked by running torch's own op on a
-meta tensor; when that raises, or for what is not composed here (non-floating dtypes, windows
+once per key (cached) and carry no gradient; outside tracing a call's whole plan (meta answer,
+tables, divisor) is remembered per (op, sizes, strides, dtype, device, arguments). Arguments are
+checked by running torch's own op on a meta tensor; when that raises, or for what is not composed here (non-floating dtypes, windows
 with no element inside the input), torch's op itself is called, so it raises or computes. So it
 is while ``torch.jit.trace`` records (the trace runs in torch, and torch's op keeps its sizes a
 function of the input's; a traced composition would bake the traced sizes in). The modules'
@@ -68,15 +74,81 @@ _PoolOptArg = Union[int, Sequence[int], None]
 
 def _pool_meta(fn, x: torch.Tensor, *args) -> Optional[torch.Tensor]:
     """``fn(meta copy of x, *args)``'s first output, or None when torch rejects the arguments
-    (or the dtype, or anything else), so that the caller hands the real call to torch."""
+    (or the dtype, or anything else), so that the caller hands the real call to torch. Outside
+    tracing the answer is cached per (op, sizes, strides, dtype, arguments): torch's meta call
+    costs more than the whole pool on small late feature maps."""
     if not x.is_floating_point():
         return None
+    if torch._C._len_torch_dispatch_stack() > 0:
+        with _disable_current_modes():
+            return _pool_meta_call(fn, torch.empty_like(x, device="meta"), args)
+    if torch.compiler.is_compiling():
+        return _pool_meta_call(fn, torch.empty_like(x, device="meta"), args)
     try:
-        if torch._C._len_torch_dispatch_stack() > 0:
-            with _disable_current_modes():
-                out = fn(torch.empty_like(x, device="meta"), *args)
-        else:
-            out = fn(torch.empty_like(x, device="meta"), *args)
+        key = (fn, tuple(x.shape), x.stride(), x.dtype, _pool_hashable(args))
+        hash(key)
+    except TypeError:  # an argument torch may accept but that does not hash (e.g. a tensor)
+        return _pool_meta_call(fn, torch.empty_like(x, device="meta"), args)
+    return _pool_meta_cached(key, fn, x, args)
+
+
+def _pool_hashable(v):
+    if isinstance(v, (list, tuple, torch.Size)):
+        return (type(v).__name__,) + tuple(_pool_hashable(e) for e in v)
+    if isinstance(v, torch.Tensor):
+        raise TypeError("tensor argument")
+    return (type(v).__name__, v)
+
+
+_POOL_META_CACHE: dict = {}
+_POOL_META_CACHE_MAX = 512
+
+
+def _pool_meta_cached(key, fn, x: torch.Tensor, args) -> Optional[torch.Tensor]:
+    if key in _POOL_META_CACHE:
+        return _POOL_META_CACHE[key]
+    out = _pool_meta_call(fn, torch.empty_like(x, device="meta"), args)
+    if len(_POOL_META_CACHE) >= _POOL_META_CACHE_MAX:
+        _POOL_META_CACHE.clear()
+    _POOL_META_CACHE[key] = out
+    return out
+
+
+def _pool_signature(fn, x: torch.Tensor, args) -> Optional[tuple]:
+    """A hashable key for (op, input sizes / strides / dtype / device, arguments), or None
+    while tracing or for an argument that does not hash: what a call's plan depends on."""
+    if torch._C._len_torch_dispatch_stack() > 0 or torch.compiler.is_compiling() or torch.jit.is_tracing():
+        return None
+    try:
+        key = (fn, tuple(x.shape), x.stride(), x.dtype, x.device, _pool_hashable(args))
+        hash(key)
+    except TypeError:
+        return None
+    return key
+
+
+_POOL_PLANS: dict = {}
+# a plan may hold a max pool's window-start table (Ho * Wo * C floats): bounded, and cleared
+# whole when full (a model calls its pools with a few signatures)
+_POOL_PLANS_MAX = 128
+
+
+def _pool_plan_memo(key: Optional[tuple], build):
+    """``build()``, remembered under ``key`` (not when None): the meta answer, tables and
+    divisors of a call, so that a repeated call skips their look-ups."""
+    if key is None:
+        return build()
+    plan = _POOL_PLANS.get(key)
+    if plan is None:
+        if len(_POOL_PLANS) >= _POOL_PLANS_MAX:
+            _POOL_PLANS.clear()
+        plan = _POOL_PLANS[key] = build()
+    return plan
+
+
+def _pool_meta_call(fn, xm: torch.Tensor, args) -> Optional[torch.Tensor]:
+    try:
+        out = fn(xm, *args)
     except Exception:  # torch's own call on x raises the same error, or computes
         return None
     return out[0] if isinstance(out, tuple) else out
@@ -103,6 +175,11 @@ def _pool_channels_last(x: torch.Tensor, meta_out: torch.Tensor) -> bool:
         and meta_out.is_contiguous(memory_format=fmt)
         and not meta_out.is_contiguous()
     )
+
+
+def _pool_tracing() -> bool:
+    """Whether a dispatch mode (make_fx, FakeTensorMode) or torch.compile is recording."""
+    return torch._C._len_torch_dispatch_stack() > 0 or torch.compiler.is_compiling()
 
 
 def _pool_constants(builder, *key):
@@ -259,12 +336,15 @@ def _pool_divisor(
 
 
 def clear_pooling_cache() -> None:
-    """Drop the cached pooling index tables, window matrices and divisors."""
+    """Drop the cached pooling index tables, window matrices, divisors and per-call plans."""
+    _pool_view_plan.cache_clear()
     _pool_max_table.cache_clear()
     _pool_adaptive_max_table.cache_clear()
     _pool_avg_matrix.cache_clear()
     _pool_adaptive_avg_matrix.cache_clear()
     _pool_divisor.cache_clear()
+    _POOL_META_CACHE.clear()
+    _POOL_PLANS.clear()
 
 
 # ---------------------------------------------------------------------------------------------
@@ -405,32 +485,57 @@ def _pool_sum_apply(x: torch.Tensor, axes: Sequence[_PoolMatrix], channels_last:
     return y.clone() if y is x else y
 
 
-# Without a gradient to compute, tiles up to this size are summed by adds of views (the fastest
-# forward); else by ``sum`` over the split axis, whose backward is one expand (the backward of
-# each narrow would allocate and fill an input-sized gradient).
-_POOL_TILE_ADDS = 4
+# Tiles up to this size are summed as the adds of ``unbind``'s parts (one op per element
+# either way; the backward of ``unbind`` stacks the parts' gradients into one input-sized
+# tensor); larger ones by ``sum`` over the split axis.
+_POOL_TILE_ADDS = 8
 
 
 def _pool_sum_tiled(x: torch.Tensor, axes: Sequence[_PoolMatrix]) -> torch.Tensor:
     """Window sums of a channels_last (N, C, H, W) ``x`` whose windows tile each axis (window
     ``o`` is ``[o * k, o * k + k)``: adaptive pools with ``in % out == 0``, avg pools with
     ``kernel == stride`` and no padding): on the (N, H, W, C) view, each axis is split into
-    (out, k) and summed over k (``sum``; or its k slices added, ``narrow`` + ``add``, when no
-    gradient is needed). Each output adds only its window's own elements, so inf / NaN behave
-    as in torch's kernel."""
-    adds = not (torch.is_grad_enabled() and x.requires_grad)
+    (out, k) and summed over k: the adds of the k parts ``unbind`` gives (views; its backward
+    is one ``stack``), or ``sum`` for larger k. Each output adds only its window's own
+    elements, so inf / NaN behave as in torch's kernel. (``narrow`` is skipped when it keeps
+    the whole axis: its backward would fill an input-sized gradient with zeros first.)"""
     v = x.permute(0, 2, 3, 1)
     for dim, m in ((1, axes[0]), (2, axes[1])):
         k, out = m.tile, m.matrix.shape[0]
-        v = v.narrow(dim, 0, out * k)
+        if v.shape[dim] != out * k:
+            v = v.narrow(dim, 0, out * k)
+        if k == 1:
+            continue
         v = v.reshape(v.shape[:dim] + (out, k) + v.shape[dim + 1 :])
-        if not adds or k > _POOL_TILE_ADDS:
+        if k > _POOL_TILE_ADDS:
             v = v.sum(dim + 1)
             continue
-        y = v.narrow(dim + 1, 0, 1)
-        for j in range(1, k):
-            y = y + v.narrow(dim + 1, j, 1)
-        v = y.squeeze(dim + 1)
+        parts = v.unbind(dim + 1)
+        y = parts[0] + parts[1]
+        for part in parts[2:]:
+            y = y + part
+        v = y
+    return v.permute(0, 3, 1, 2)
+
+
+def _pool_sum_tiled_views(x: torch.Tensor, axes: Sequence[_PoolMatrix]) -> torch.Tensor:
+    """``_pool_sum_tiled`` without a gradient to compute: the k parts of each axis are strided
+    views (``as_strided``) of the (N, H, W, C) memory, added; fewer ops than splitting the
+    axis (the op count is what costs on small late feature maps)."""
+    v = x.permute(0, 2, 3, 1)
+    for dim, m in ((1, axes[0]), (2, axes[1])):
+        k, out = m.tile, m.matrix.shape[0]
+        if k == 1 and v.shape[dim] == out:
+            continue
+        size, stride = list(v.shape), list(v.stride())
+        size[dim] = out
+        step, stride[dim] = stride[dim], stride[dim] * k
+        base = v.storage_offset()
+        y = v.as_strided(size, stride, base)
+        y = y.clone() if k == 1 else y + v.as_strided(size, stride, base + step)
+        for j in range(2, k):
+            y.add_(v.as_strided(size, stride, base + j * step))
+        v = y
     return v.permute(0, 3, 1, 2)
 
 
@@ -472,6 +577,35 @@ def _pool_sum_shifted(x: torch.Tensor, axes: Sequence[_PoolMatrix]) -> torch.Ten
     return v.permute(0, 3, 1, 2)
 
 
+def _pool_sum_shifted_inplace(x: torch.Tensor, axes: Sequence[_PoolMatrix]) -> Optional[torch.Tensor]:
+    """``_pool_sum_shifted`` in eager mode with fewer fresh tensors (each costs page faults
+    on first touch, more than the adds): per axis, a copy of the shift that every output has,
+    then the other shifts added in place on the output ranges they reach (no padded copy).
+    With ``grad``, autograd records the in-place adds on views. None when some axis has no
+    shift that every output reads (left to the padded path)."""
+    v = x.permute(0, 2, 3, 1)
+    plans = []
+    for dim, m in ((1, axes[0]), (2, axes[1])):
+        k, p = _pool_shift(m)  # type: ignore[misc]
+        n, out = v.shape[dim], m.matrix.shape[0]
+        full = [t - p for t in range(k) if 0 <= t - p <= n - out]
+        if not full:
+            return None
+        plans.append((dim, [t - p for t in range(k)], out, full[0], n))
+    for dim, shifts, out, d0, n in plans:
+        if len(shifts) == 1 and d0 == 0 and out == n:
+            continue
+        y = v.narrow(dim, d0, out).clone(memory_format=torch.contiguous_format)
+        for d in shifts:
+            if d == d0:
+                continue
+            lo, hi = max(0, -d), min(out, n - d)
+            if hi > lo:
+                y.narrow(dim, lo, hi - lo).add_(v.narrow(dim, lo + d, hi - lo))
+        v = y
+    return v.permute(0, 3, 1, 2)
+
+
 def _pool_sum_taps(x: torch.Tensor, axes: Sequence[_PoolMatrix], channels_last: bool) -> torch.Tensor:
     """The same window sums by taps (input with inf / NaN): each window adds only its own
     elements, as torch's kernels do (see ``_taps``)."""
@@ -485,29 +619,220 @@ def _pool_sum_taps(x: torch.Tensor, axes: Sequence[_PoolMatrix], channels_last: 
 
 
 def _pool_avg_core(
-    x: torch.Tensor, meta: torch.Tensor, nd: int, axes: Sequence[_PoolMatrix], override: Optional[int]
+    x: torch.Tensor, nd: int, meta: torch.Tensor, axes: Sequence[_PoolMatrix], divisor: torch.Tensor
 ) -> torch.Tensor:
     xb, added = _pool_batched(x, nd)
     cl = not added and x.dim() == 4 and _pool_channels_last(x, meta)  # 5-D: generic path
     dtype = x.dtype
     if dtype in (torch.float16, torch.bfloat16):
         xb = xb.to(torch.float32)  # ATen accumulates and divides in float32 for these
+    need_grad = torch.is_grad_enabled() and xb.requires_grad
+    fresh = False  # y is a new tensor nothing else holds: divided in place
     if cl and all(a.tile for a in axes):  # adds of views: no 0 * inf, no finiteness test
-        y = _pool_sum_tiled(xb, axes)
-    elif cl and not (torch.is_grad_enabled() and xb.requires_grad) and all(_pool_shift(a) for a in axes):
-        y = _pool_sum_shifted(xb, axes)  # stride 1, forward only: adds of shifted views
+        views = not (need_grad or _pool_tracing()) and all(a.tile <= _POOL_TILE_ADDS for a in axes)
+        y = _pool_sum_tiled_views(xb, axes) if views else _pool_sum_tiled(xb, axes)
+        # in place only without a gradient: y is a view (permute) of the sum, and autograd
+        # records an in-place op on a view as a scatter into its base
+        fresh = not need_grad and any(a.tile > 1 for a in axes) and not _pool_tracing()
+    elif cl and not need_grad and all(_pool_shift(a) for a in axes):  # stride 1: adds of shifted views
+        y = None if _pool_tracing() else _pool_sum_shifted_inplace(xb, axes)
+        if y is None:
+            y = _pool_sum_shifted(xb, axes)
+        else:
+            fresh = True
     elif finite_input(xb):
         y = _pool_sum_apply(xb, axes, cl)
     else:
         y = _pool_sum_taps(xb, axes, cl)
-    y = y / _pool_constants(_pool_divisor, tuple(axes), override)
+    y = y.div_(divisor) if fresh else y / divisor
     if y.dtype != dtype:
         y = y.to(dtype)
     return match_strides(y.squeeze(0) if added else y, meta.stride())
 
 
-def _pool_max_core(x: torch.Tensor, meta: torch.Tensor, nd: int, table: _PoolTable, return_indices: bool):
-    """Values, and indices if ``return_indices``: what torch's op returns."""
+class _PoolAxisPos(NamedTuple):
+    offset: int  # t * d: the position's input offset from its window's start
+    lo: int  # outputs [lo, hi) have this position inside the input
+    hi: int
+    start: int  # input index read by output lo
+    step: int  # s: input stride between consecutive outputs
+
+
+class _PoolViewPlan(NamedTuple):
+    axes: Tuple[Tuple[_PoolAxisPos, ...], ...]  # per spatial axis, its window positions in order
+    full: Tuple[int, ...]  # per axis, a position inside the input for every output
+    base: torch.Tensor  # (Ho, Wo, C) code dtype: flat (N, H*W*C) index of each window's start
+    offsets: Tuple[torch.Tensor, ...]  # 0-d code tensors, row-major over the window positions
+    code: torch.dtype  # float32 when flat indices are exact in it, else float64
+
+
+@lru_cache(maxsize=64)
+def _pool_view_plan(
+    in_sizes: Tuple[int, ...],
+    out_sizes: Tuple[int, ...],
+    channels: int,
+    kernel: Tuple[int, ...],
+    stride: Tuple[int, ...],
+    padding: Tuple[int, ...],
+    dilation: Tuple[int, ...],
+    device: torch.device,
+) -> Optional[_PoolViewPlan]:
+    """The window positions of a 2-D max pool as strided views of the (N, H, W, C) input: per
+    axis and position ``t``, the outputs whose element ``o * s - p + t * d`` is inside the
+    input (a contiguous range, read with step ``s``). None when no position of an axis is
+    inside for every output (left to the table path)."""
+    axes, full = [], []
+    for n, o, k, st, p, d in zip(in_sizes, out_sizes, kernel, stride, padding, dilation):
+        pos = []
+        for t in range(k):
+            lo = max(0, -(-(p - t * d) // st))
+            hi = min(o, (n - 1 + p - t * d) // st + 1)
+            if hi > lo:
+                pos.append(_PoolAxisPos(t * d, lo, hi, lo * st - p + t * d, st))
+        whole = [i for i, q in enumerate(pos) if q.lo == 0 and q.hi == o]
+        if not whole:
+            return None
+        axes.append(tuple(pos))
+        full.append(whole[0])
+    h, w = in_sizes
+    code = torch.float32 if h * w * channels < (1 << 24) else torch.float64
+    rows = torch.arange(out_sizes[0], dtype=torch.int64) * stride[0] - padding[0]
+    cols = torch.arange(out_sizes[1], dtype=torch.int64) * stride[1] - padding[1]
+    base = (rows[:, None, None] * w + cols[None, :, None]) * channels + torch.arange(channels)
+    offsets = tuple(
+        torch.tensor(float((a.offset * w + b.offset) * channels), dtype=code, device=device)
+        for a in axes[0]
+        for b in axes[1]
+    )
+    return _PoolViewPlan(tuple(axes), tuple(full), base.to(code).to(device), offsets, code)
+
+
+def _pool_strided(t: torch.Tensor, dims: Sequence[Tuple[int, int, int, int]]) -> torch.Tensor:
+    """A strided view of an (N, A, B, C) ``t``: for each ``(dim, start, count, step)`` along
+    ``dim`` in (1, 2), ``count`` elements from ``start`` every ``step`` (one ``as_strided``;
+    cheaper than indexing with slices, which costs more than the op on small maps)."""
+    size, stride = list(t.shape), list(t.stride())
+    offset = t.storage_offset()
+    for dim, start, count, step in dims:
+        offset += start * stride[dim]
+        size[dim] = count
+        stride[dim] *= step
+    return t.as_strided(size, stride, offset)
+
+
+def _pool_view_max(v: torch.Tensor, dim: int, axis: Sequence[_PoolAxisPos], full: int) -> torch.Tensor:
+    """The maximum over an axis's window positions, by ``maximum`` of strided views (NaN
+    propagates; a zero's sign may differ from ATen's first-element choice, which the caller
+    handles)."""
+    first = axis[full]
+    view = _pool_strided(v, [(dim, first.start, first.hi - first.lo, first.step)])
+    # positions covering every output first: the first two make y in one op, no copy
+    rest = sorted((q for i, q in enumerate(axis) if i != full), key=lambda q: (q.lo, -q.hi))
+    if not rest:
+        return view.clone()
+    y = None
+    for q in rest:
+        other = _pool_strided(v, [(dim, q.start, q.hi - q.lo, q.step)])
+        if y is None and q.lo == first.lo and q.hi == first.hi:
+            y = torch.maximum(view, other)
+            continue
+        if y is None:
+            y = view.clone()
+        part = _pool_strided(y, [(dim, q.lo, q.hi - q.lo, 1)])
+        torch.maximum(part, other, out=part)
+    assert y is not None
+    return y
+
+
+def _pool_max_views(
+    x: torch.Tensor, meta: torch.Tensor, plan: _PoolViewPlan, return_indices: bool
+):
+    """Max pool of a channels_last (N, C, H, W) ``x`` by strided views of its (N, H, W, C)
+    memory: no copy of the windows.
+
+    The maximum ``y`` is ``maximum`` over the window positions' views, H then W (separable;
+    computed without gradient). Without a gradient to compute and when no output is zero or
+    NaN, ``y`` is the result. Else the chosen element is located as in ATen: per position
+    ``t`` in reverse row-major order, ``code = lerp(code, offset_t, v_t == y)`` (a 0/1 weight:
+    exact), so the first element equal to the maximum wins (which also fixes a zero's sign);
+    where a maximum is NaN, an ascending pass with ``v_t != v_t`` takes the last NaN. Then
+    one ``gather`` along the last dim of the (N, H*W*C) view: the gradient path is the same
+    single ``gather`` as the table path's."""
+    n, c = x.shape[0], x.shape[1]
+    ax_h, ax_w = plan.axes
+    out_shape = tuple(meta.shape)
+    xv = x.detach().permute(0, 2, 3, 1)  # (N, H, W, C)
+    need_grad = torch.is_grad_enabled() and x.requires_grad
+    with torch.no_grad():
+        rows = _pool_view_max(xv, 1, ax_h, plan.full[0])  # (N, Ho, W, C): a new tensor
+        y = _pool_view_max(rows, 2, ax_w, plan.full[1])
+        if not (need_grad or return_indices):
+            m = y.numel()
+            scratch = rows.view(-1)[:m].view(y.shape) if rows.is_contiguous() and rows.numel() >= m else None
+            if float(torch.abs(y, out=scratch).amin()) > 0:  # NaN: not > 0
+                return match_strides(y.permute(0, 3, 1, 2), meta.stride())
+    with torch.no_grad():
+        order = [(i, a, j, b) for i, a in enumerate(ax_h) for j, b in enumerate(ax_w)]
+        # the default is the last position when every output has it (no other position equal
+        # to the maximum: it is the one), else a position every output has
+        i, a, j, b = order[-1]
+        last_full = a.lo == 0 and a.hi == y.shape[1] and b.lo == 0 and b.hi == y.shape[2]
+        default = len(order) - 1 if last_full else plan.full[0] * len(ax_w) + plan.full[1]
+        m = y.numel()
+        if rows.dtype == plan.code and rows.is_contiguous() and rows.numel() >= 2 * m:
+            buf = rows.view(-1)  # the row maxima are spent: the code and flags live there
+        else:
+            buf = torch.empty(2 * m, dtype=plan.code, device=x.device)
+        acc, flags = buf[:m].view(y.shape), buf[m : 2 * m].view(y.shape)
+        acc.fill_(plan.offsets[default])
+
+        ho, wo = y.shape[1], y.shape[2]
+
+        def passes(positions, compare):
+            for i, a, j, b in positions:
+                view = _pool_strided(xv, [(1, a.start, a.hi - a.lo, a.step), (2, b.start, b.hi - b.lo, b.step)])
+                if a.lo == 0 and a.hi == ho and b.lo == 0 and b.hi == wo:  # every output: no views
+                    f, yr, ar = flags, y, acc
+                else:
+                    region = [(1, a.lo, a.hi - a.lo, 1), (2, b.lo, b.hi - b.lo, 1)]
+                    f, yr, ar = (_pool_strided(t, region) for t in (flags, y, acc))
+                compare(view, yr if compare is torch.eq else view, out=f)
+                ar.lerp_(plan.offsets[i * len(ax_w) + j], f)
+
+        passes(reversed(order[:-1] if last_full else order), torch.eq)
+        if bool(y.sum().isnan()):
+            passes(order, torch.ne)  # x != x: the last NaN of the window
+        index = acc.add_(plan.base).to(torch.int64).reshape(n, -1)
+    out = x.permute(0, 2, 3, 1).reshape(n, -1).gather(1, index)
+    out = out.reshape(n, out_shape[2], out_shape[3], c).permute(0, 3, 1, 2)
+    out = match_strides(out, meta.stride())
+    if not return_indices:
+        return out
+    spatial = torch.div(index, c, rounding_mode="floor").reshape(n, out_shape[2], out_shape[3], c)
+    return out, match_strides(spatial.permute(0, 3, 1, 2), meta.stride())
+
+
+def _pool_max_view_plan(x: torch.Tensor, meta: torch.Tensor, nd: int, window) -> Optional[_PoolViewPlan]:
+    """The strided-view plan for a batched channels_last 2-D ``x`` (``window``: kernel,
+    stride, padding, dilation), else None (the table path)."""
+    if nd != 2 or x.dim() != 4 or not _pool_channels_last(x, meta):
+        return None
+    key = (tuple(x.shape[-2:]), tuple(meta.shape[-2:]), x.shape[1]) + tuple(window) + (x.device,)
+    return _pool_constants(_pool_view_plan, *key)
+
+
+def _pool_max_core(
+    x: torch.Tensor,
+    nd: int,
+    meta: torch.Tensor,
+    table: _PoolTable,
+    view_plan: Optional[_PoolViewPlan],
+    return_indices: bool,
+):
+    """Values, and indices if ``return_indices``: what torch's op returns. ``view_plan``: the
+    windows as strided views (channels_last input), used outside tracing."""
+    if view_plan is not None and not _pool_tracing():
+        return _pool_max_views(x, meta, view_plan, return_indices)
     xb, added = _pool_batched(x, nd)
     cl = not added and _pool_channels_last(x, meta)
     out_sizes = tuple(meta.shape[-nd:])
@@ -534,9 +859,12 @@ _POOL_ADAPTIVE_MAX_WITH_INDICES = {
 
 def _pool_max(nd: int, x, kernel_size, stride, padding, dilation, ceil_mode, return_indices):
     with_indices = _POOL_MAX_WITH_INDICES[nd]
-    meta = _pool_meta(with_indices, x, kernel_size, stride, padding, dilation, ceil_mode, True)
-    table = None
-    if meta is not None and meta.numel() > 0:
+    args = (kernel_size, stride, padding, dilation, ceil_mode)
+
+    def build():
+        meta = _pool_meta(with_indices, x, kernel_size, stride, padding, dilation, ceil_mode, True)
+        if meta is None or meta.numel() == 0 or x.numel() == 0:
+            return None
         kernel = _pool_ints(kernel_size, nd)
         key = (
             tuple(x.shape[-nd:]),
@@ -548,10 +876,13 @@ def _pool_max(nd: int, x, kernel_size, stride, padding, dilation, ceil_mode, ret
             x.device,
         )
         table = _pool_constants(_pool_max_table, *key)
-    if table is None or x.numel() == 0 or torch.jit.is_tracing():  # see _pool_meta
+        return None if table is None else (meta, table, _pool_max_view_plan(x, meta, nd, key[2:6]))
+
+    plan = _pool_plan_memo(_pool_signature(with_indices, x, args), build)
+    if plan is None or torch.jit.is_tracing():  # see _pool_meta
         torch_fn = _POOL_MAX_FN[nd]  # so torch raises or computes
         return torch_fn(x, kernel_size, stride, padding, dilation, ceil_mode, return_indices)
-    return _pool_max_core(x, meta, nd, table, return_indices)
+    return _pool_max_core(x, nd, *plan, return_indices)
 
 
 def max_pool2d(
@@ -607,6 +938,14 @@ def max_pool2d(
         let out = xf.gather(&idx, 2)?.reshape((n, c, h_out, w_out))?;  // Op::Gather: bwd exact
         // Never candle's max_pool2d: its backward bails (k != s) or is wrong (k == s).
 
+    **channels_last input** (outside tracing) takes the same choice from strided views of its
+    (N, H, W, C) memory instead of copied windows: ``y`` = ``maximum`` over the window
+    positions' views (per axis, the outputs whose element is inside the input form one range
+    read with step ``s``); then, per position in reverse row-major order, ``code = lerp(code,
+    offset, v == y)`` (the first element equal to ``y`` wins; a NaN window takes its last NaN in
+    a second pass) and the same ``gather``. Without a gradient and with no output 0 or NaN,
+    ``y`` is returned as it is (``maximum`` may give +0 where ATen's first maximum is -0).
+
     Falls back to ``F.max_pool2d`` itself for non-floating dtypes, for arguments torch rejects
     (so torch raises), for empty outputs, and for a window with no element inside the input
     (possible only with dilation > 1; torch then returns -inf with an index past the window).
@@ -661,21 +1000,28 @@ def max_pool1d_with_indices(
 def _pool_avg(nd: int, torch_fn, x, args):
     """``args`` as torch_fn takes them: kernel_size, stride, padding, ceil_mode,
     count_include_pad[, divisor_override]."""
-    kernel_size, stride, padding, _, count_include_pad = args[:5]
-    override = args[5] if len(args) > 5 else None
-    meta = _pool_meta(torch_fn, x, *args)
-    if meta is None or meta.numel() == 0 or x.numel() == 0 or torch.jit.is_tracing():
-        return torch_fn(x, *args)
-    kernel = _pool_ints(kernel_size, nd)
-    strides = _pool_ints(stride, nd, kernel)
-    pads = _pool_ints(padding, nd)
-    axes = tuple(
-        _pool_constants(
-            _pool_avg_matrix, n, o, k, s, p, bool(count_include_pad), _pool_compute_dtype(x), x.device
+
+    def build():
+        kernel_size, stride, padding, _, count_include_pad = args[:5]
+        override = args[5] if len(args) > 5 else None
+        meta = _pool_meta(torch_fn, x, *args)
+        if meta is None or meta.numel() == 0 or x.numel() == 0:
+            return None
+        kernel = _pool_ints(kernel_size, nd)
+        strides = _pool_ints(stride, nd, kernel)
+        pads = _pool_ints(padding, nd)
+        dtype = _pool_compute_dtype(x)
+        axes = tuple(
+            _pool_constants(_pool_avg_matrix, n, o, k, s, p, bool(count_include_pad), dtype, x.device)
+            for n, o, k, s, p in zip(x.shape[-nd:], meta.shape[-nd:], kernel, strides, pads)
         )
-        for n, o, k, s, p in zip(x.shape[-nd:], meta.shape[-nd:], kernel, strides, pads)
-    )
-    return _pool_avg_core(x, meta, nd, axes, None if override is None else int(override))
+        divisor = _pool_constants(_pool_divisor, axes, None if override is None else int(override))
+        return meta, axes, divisor
+
+    plan = _pool_plan_memo(_pool_signature(torch_fn, x, args), build)
+    if plan is None or torch.jit.is_tracing():
+        return torch_fn(x, *args)
+    return _pool_avg_core(x, nd, *plan)
 
 
 def _pool_compute_dtype(x: torch.Tensor) -> torch.dtype:
@@ -760,26 +1106,43 @@ def adaptive_avg_pool1d(input: torch.Tensor, output_size) -> torch.Tensor:
 
 
 def _pool_adaptive_avg(nd: int, torch_fn, x, output_size):
-    meta = _pool_meta(torch_fn, x, output_size)
-    if meta is None or meta.numel() == 0 or x.numel() == 0 or torch.jit.is_tracing():
+    def build():
+        meta = _pool_meta(torch_fn, x, output_size)
+        if meta is None or meta.numel() == 0 or x.numel() == 0:
+            return None
+        dtype = _pool_compute_dtype(x)
+        axes = tuple(
+            _pool_constants(_pool_adaptive_avg_matrix, n, o, dtype, x.device)
+            for n, o in zip(x.shape[-nd:], meta.shape[-nd:])
+        )
+        return meta, axes, _pool_constants(_pool_divisor, axes, None)
+
+    plan = _pool_plan_memo(_pool_signature(torch_fn, x, (output_size,)), build)
+    if plan is None or torch.jit.is_tracing():
         return torch_fn(x, output_size)
-    dtype = _pool_compute_dtype(x)
-    axes = tuple(
-        _pool_constants(_pool_adaptive_avg_matrix, n, o, dtype, x.device)
-        for n, o in zip(x.shape[-nd:], meta.shape[-nd:])
-    )
-    return _pool_avg_core(x, meta, nd, axes, None)
+    return _pool_avg_core(x, nd, *plan)
 
 
 def _pool_adaptive_max(nd: int, x, output_size, return_indices):
     with_indices = _POOL_ADAPTIVE_MAX_WITH_INDICES[nd]
-    meta = _pool_meta(with_indices, x, output_size, True)
-    if meta is None or meta.numel() == 0 or x.numel() == 0 or torch.jit.is_tracing():
+
+    def build():
+        meta = _pool_meta(with_indices, x, output_size, True)
+        if meta is None or meta.numel() == 0 or x.numel() == 0:
+            return None
+        key = (tuple(x.shape[-nd:]), tuple(meta.shape[-nd:]), x.device)
+        table = _pool_constants(_pool_adaptive_max_table, *key)
+        view_plan = None
+        if all(n % o == 0 for n, o in zip(x.shape[-nd:], meta.shape[-nd:])):  # windows tile: k == s
+            k = tuple(n // o for n, o in zip(x.shape[-nd:], meta.shape[-nd:]))
+            view_plan = _pool_max_view_plan(x, meta, nd, (k, k, (0,) * nd, (1,) * nd))
+        return meta, table, view_plan
+
+    plan = _pool_plan_memo(_pool_signature(with_indices, x, (output_size,)), build)
+    if plan is None or torch.jit.is_tracing():
         torch_fn = _POOL_ADAPTIVE_MAX_FN[nd]  # torch raises or computes
         return torch_fn(x, output_size, return_indices)
-    key = (tuple(x.shape[-nd:]), tuple(meta.shape[-nd:]), x.device)
-    table = _pool_constants(_pool_adaptive_max_table, *key)
-    return _pool_max_core(x, meta, nd, table, return_indices)
+    return _pool_max_core(x, nd, *plan, return_indices)
 
 
 def adaptive_max_pool2d(input: torch.Tensor, output_size, return_indices: bool = False):
