@@ -1,0 +1,146 @@
+"""The no-gradient resize compositions (bench/runtime_table.py rows) against torch and against
+the gradient path: same values, same strides, gradients equal to torch's.
+
+The no-gradient paths run when autograd records nothing on the input (``torch.no_grad()`` or an
+input without ``requires_grad``) and nothing traces; they write into a fresh output, so their
+values must equal the traced / differentiable composition's to rounding.
+"""
+
+from __future__ import annotations
+
+import pytest
+import torch
+import torch.nn.functional as F
+from torch.fx.experimental.proxy_tensor import make_fx
+
+from candle_port.runtime import bilinear as B
+from candle_port.runtime import interpolate
+
+FWD_ATOL_F32 = 1e-6  # inputs in [-1, 1], as the parity tests
+FWD_ATOL_F64 = 1e-12
+GRAD_ATOL_F64 = 1e-10
+
+CL = torch.channels_last
+
+# (input shape, interpolate kwargs): x2 both align_corners, x3, x4, x8, mixed factors, odd sizes
+PHASE_CASES = [
+    ((2, 5, 9, 13), dict(scale_factor=2, align_corners=True)),
+    ((2, 5, 9, 13), dict(scale_factor=2, align_corners=False)),
+    ((2, 5, 9, 13), dict(size=(18, 26))),
+    ((1, 3, 7, 5), dict(scale_factor=4)),
+    ((1, 3, 7, 5), dict(scale_factor=3)),
+    ((2, 4, 3, 6), dict(scale_factor=8)),
+    ((3, 4, 5, 7), dict(scale_factor=(2, 4))),
+    ((2, 3, 11, 4), dict(size=(22, 8), align_corners=True)),
+    ((2, 16, 6, 6), dict(scale_factor=2, align_corners=True)),
+]
+
+
+def _rand(shape, dtype=torch.float32, fmt=CL, seed=0):
+    g = torch.Generator().manual_seed(seed)
+    return (torch.rand(shape, generator=g, dtype=torch.float64) * 2 - 1).to(dtype).contiguous(memory_format=fmt)
+
+
+class _Count:
+    def __init__(self, monkeypatch):
+        self.calls = 0
+        real = B._apply_phase_cl
+
+        def counting(*args):
+            self.calls += 1
+            return real(*args)
+
+        monkeypatch.setattr(B, "_apply_phase_cl", counting)
+
+
+@pytest.mark.parametrize("shape,kw", PHASE_CASES)
+@pytest.mark.parametrize("chunk", [8 << 20, 256], ids=["one-chunk", "row-bands"])
+def test_phase_no_grad_equals_torch_and_grad_path(shape, kw, chunk, monkeypatch):
+    monkeypatch.setattr(B, "_PHASE_CHUNK_BYTES", chunk)
+    count = _Count(monkeypatch)
+    for dtype, atol in ((torch.float32, FWD_ATOL_F32), (torch.float64, FWD_ATOL_F64)):
+        x = _rand(shape, dtype).requires_grad_()
+        ref = F.interpolate(x, mode="bilinear", **kw)
+        with torch.no_grad():
+            fast = interpolate(x, mode="bilinear", **kw)
+        calls = count.calls
+        graded = interpolate(x, mode="bilinear", **kw)
+        assert count.calls == calls, "the gradient path must not take the no-gradient composition"
+        assert graded.requires_grad and not fast.requires_grad
+        assert (fast - ref).abs().max().item() <= atol
+        assert (fast - graded.detach()).abs().max().item() <= atol
+        assert fast.stride() == ref.stride() == graded.stride()
+    assert count.calls == 2  # once per dtype, under no_grad
+
+
+def test_phase_runs_for_an_input_without_requires_grad(monkeypatch):
+    count = _Count(monkeypatch)
+    x = _rand((2, 8, 6, 6))
+    out = interpolate(x, scale_factor=2, mode="bilinear", align_corners=True)
+    assert count.calls == 1
+    ref = F.interpolate(x, scale_factor=2, mode="bilinear", align_corners=True)
+    assert (out - ref).abs().max().item() <= FWD_ATOL_F32
+
+
+@pytest.mark.parametrize(
+    "shape,kw",
+    [
+        ((2, 8, 6, 6), dict(scale_factor=4, align_corners=True)),  # x4 ac=True: neighbours vary
+        ((2, 8, 6, 6), dict(size=(9, 9))),  # not an integer factor
+        ((2, 8, 6, 6), dict(size=(12, 6))),  # W unchanged
+    ],
+)
+def test_phase_declines_other_upscales(shape, kw, monkeypatch):
+    count = _Count(monkeypatch)
+    x = _rand(shape)
+    with torch.no_grad():
+        out = interpolate(x, mode="bilinear", **kw)
+    assert count.calls == 0
+    ref = F.interpolate(x, mode="bilinear", **kw)
+    assert (out - ref).abs().max().item() <= FWD_ATOL_F32
+    assert out.stride() == ref.stride()
+
+
+def test_phase_not_for_contiguous_input_or_tracing(monkeypatch):
+    count = _Count(monkeypatch)
+    x = _rand((2, 8, 6, 6), fmt=torch.contiguous_format)
+    with torch.no_grad():
+        interpolate(x, scale_factor=2, mode="bilinear")
+    assert count.calls == 0
+    xc = _rand((2, 8, 6, 6))
+    gm = make_fx(lambda t: interpolate(t, scale_factor=2, mode="bilinear"))(xc)
+    assert count.calls == 0
+    targets = {str(n.target) for n in gm.graph.nodes if n.op == "call_function"}
+    assert not any("lerp" in t for t in targets), targets
+    ref = F.interpolate(xc, scale_factor=2, mode="bilinear")
+    assert (gm(xc) - ref).abs().max().item() <= FWD_ATOL_F32
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
+def test_phase_half_precision(dtype):
+    x = _rand((2, 6, 5, 7), dtype)
+    with torch.no_grad():
+        out = interpolate(x, scale_factor=2, mode="bilinear", align_corners=True)
+    ref = F.interpolate(x.float(), scale_factor=2, mode="bilinear", align_corners=True).to(dtype)
+    assert out.dtype == dtype and out.stride() == ref.stride()
+    assert (out.float() - ref.float()).abs().max().item() <= 2 * torch.finfo(dtype).eps
+
+
+def test_phase_batch_one_layout_is_torchs():
+    # channels_last-contiguous batch-1 tensor that torch resizes into a contiguous output
+    x = _rand((1, 6, 5, 7), fmt=torch.contiguous_format).permute(0, 2, 3, 1).reshape(1, 5, 7, 6)
+    x = x.permute(0, 3, 1, 2)
+    with torch.no_grad():
+        out = interpolate(x, scale_factor=2, mode="bilinear")
+    ref = F.interpolate(x, scale_factor=2, mode="bilinear")
+    assert out.stride() == ref.stride()
+    assert (out - ref).abs().max().item() <= FWD_ATOL_F32
+
+
+@pytest.mark.parametrize("shape,kw", PHASE_CASES[:6])
+def test_channels_last_gradients_equal_torch(shape, kw):
+    x = _rand(shape, torch.float64).requires_grad_()
+    g = _rand(F.interpolate(x.detach(), mode="bilinear", **kw).shape, torch.float64, seed=1)
+    (ref,) = torch.autograd.grad(F.interpolate(x, mode="bilinear", **kw), x, g)
+    (got,) = torch.autograd.grad(interpolate(x, mode="bilinear", **kw), x, g)
+    assert (got - ref).abs().max().item() <= GRAD_ATOL_F64
