@@ -144,3 +144,38 @@ def test_channels_last_gradients_equal_torch(shape, kw):
     (ref,) = torch.autograd.grad(F.interpolate(x, mode="bilinear", **kw), x, g)
     (got,) = torch.autograd.grad(interpolate(x, mode="bilinear", **kw), x, g)
     assert (got - ref).abs().max().item() <= GRAD_ATOL_F64
+
+
+def _graph_test_module():
+    import importlib.util
+    from pathlib import Path
+
+    path = Path(__file__).with_name("test_runtime_graph.py")
+    spec = importlib.util.spec_from_file_location("_runtime_graph_for_resize_paths", path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+@pytest.mark.parametrize(
+    "shape,kw",
+    [
+        ((2, 3, 20, 24), dict(scale_factor=2, align_corners=True)),  # band, W first
+        ((2, 3, 20, 24), dict(scale_factor=4)),  # periodic on both axes
+        ((2, 3, 20, 24), dict(size=(50, 30))),  # band
+        ((2, 3, 40, 36), dict(scale_factor=0.5)),  # downscale: dense, H first
+    ],
+)
+def test_channels_last_gradient_path_graph_uses_allowed_ops(shape, kw):
+    graph = _graph_test_module()
+    x = _rand(shape)
+    gm = make_fx(lambda t: interpolate(t, mode="bilinear", **kw))(x)
+    used = graph._tainted_ops(gm)
+    assert used and used <= set(graph.ALLOWED), sorted(used - set(graph.ALLOWED))
+    ref = F.interpolate(x, mode="bilinear", **kw)
+    assert (gm(x) - ref).abs().max().item() <= FWD_ATOL_F32
+    xg = _rand(shape, torch.float64).requires_grad_()
+    g = _rand(ref.shape, torch.float64, seed=2)
+    (want,) = torch.autograd.grad(F.interpolate(xg, mode="bilinear", **kw), xg, g)
+    (got,) = torch.autograd.grad(interpolate(xg, mode="bilinear", **kw), xg, g)
+    assert (got - want).abs().max().item() <= GRAD_ATOL_F64
