@@ -179,3 +179,38 @@ def test_channels_last_gradient_path_graph_uses_allowed_ops(shape, kw):
     (want,) = torch.autograd.grad(F.interpolate(xg, mode="bilinear", **kw), xg, g)
     (got,) = torch.autograd.grad(interpolate(xg, mode="bilinear", **kw), xg, g)
     assert (got - want).abs().max().item() <= GRAD_ATOL_F64
+
+
+NEAREST_CASES = [
+    ("nearest", (2, 5, 6, 7), dict(scale_factor=2)),
+    ("nearest", (2, 5, 6, 7), dict(scale_factor=(3, 2))),
+    ("nearest", (2, 5, 6, 7), dict(size=(6, 21))),  # H unchanged
+    ("nearest", (2, 5, 6, 7), dict(size=(13, 14))),  # H not an integer factor: gathered
+    ("nearest-exact", (2, 5, 6, 7), dict(scale_factor=2)),
+    ("nearest", (1, 3, 4, 5, 6), dict(scale_factor=2)),  # 3-D, channels_last_3d
+    ("nearest", (2, 4, 5, 3), dict(scale_factor=0.5)),
+]
+
+
+@pytest.mark.parametrize("mode,shape,kw", NEAREST_CASES)
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.uint8])
+def test_nearest_channels_last_no_grad_equals_torch_and_grad_path(mode, shape, kw, dtype):
+    fmt = CL if len(shape) == 4 else torch.channels_last_3d
+    x = _rand(shape, torch.float64, fmt)
+    if dtype.is_floating_point:
+        x = x.to(dtype)
+    else:
+        x = (x * 100).abs().to(dtype)
+    x = x.contiguous(memory_format=fmt)
+    ref = F.interpolate(x, mode=mode, **kw)
+    with torch.no_grad():
+        fast = interpolate(x, mode=mode, **kw)
+    assert torch.equal(fast, ref) and fast.stride() == ref.stride()
+    if dtype.is_floating_point:
+        xg = x.clone().requires_grad_()
+        out = interpolate(xg, mode=mode, **kw)
+        assert torch.equal(out.detach(), ref) and out.stride() == ref.stride()
+        g = _rand(ref.shape, dtype, fmt, seed=3)
+        (got,) = torch.autograd.grad(out, xg, g)
+        (want,) = torch.autograd.grad(F.interpolate(xg, mode=mode, **kw), xg, g)
+        assert (got - want).abs().max().item() <= (1e-12 if dtype == torch.float64 else 1e-5)
