@@ -38,7 +38,8 @@ PHASE_CASES = [
 
 def _rand(shape, dtype=torch.float32, fmt=CL, seed=0):
     g = torch.Generator().manual_seed(seed)
-    return (torch.rand(shape, generator=g, dtype=torch.float64) * 2 - 1).to(dtype).contiguous(memory_format=fmt)
+    x = torch.rand(shape, generator=g, dtype=torch.float64) * 2 - 1
+    return x.to(dtype).contiguous(memory_format=fmt)
 
 
 class _Count:
@@ -214,3 +215,51 @@ def test_nearest_channels_last_no_grad_equals_torch_and_grad_path(mode, shape, k
         (got,) = torch.autograd.grad(out, xg, g)
         (want,) = torch.autograd.grad(F.interpolate(xg, mode=mode, **kw), xg, g)
         assert (got - want).abs().max().item() <= (1e-12 if dtype == torch.float64 else 1e-5)
+
+
+LERP_ROWS_CASES = [
+    ((1, 3, 32, 40), dict(size=(47, 75))),  # the mask upscale's shape, small
+    ((2, 2, 17, 23), dict(size=(40, 31), align_corners=True)),
+    ((1, 2, 30, 41), dict(scale_factor=0.37)),  # downscale
+    ((1, 1, 9, 11), dict(size=(20, 3))),
+    ((2, 3, 13, 10), dict(scale_factor=(2.5, 1.3))),
+]
+
+
+@pytest.mark.parametrize("shape,kw", LERP_ROWS_CASES)
+@pytest.mark.parametrize("chunk", [16, 128], ids=["row-per-band", "bands"])
+def test_lerp_rows_no_grad_equals_torch_and_grad_path(shape, kw, chunk, monkeypatch):
+    monkeypatch.setattr(B, "_LERP_CHUNK_BYTES", chunk)
+    calls = []
+    real = B._apply_lerp_rows
+    monkeypatch.setattr(B, "_apply_lerp_rows", lambda *a: (calls.append(1), real(*a))[1])
+    for dtype, atol in ((torch.float32, FWD_ATOL_F32), (torch.float64, FWD_ATOL_F64)):
+        x = _rand(shape, dtype, torch.contiguous_format).requires_grad_()
+        ref = F.interpolate(x, mode="bilinear", **kw)
+        with torch.no_grad():
+            fast = interpolate(x, mode="bilinear", **kw)
+        graded = interpolate(x, mode="bilinear", **kw)
+        assert (fast - ref).abs().max().item() <= atol
+        assert (fast - graded.detach()).abs().max().item() <= atol
+        assert fast.stride() == ref.stride()
+        g = _rand(ref.shape, dtype, torch.contiguous_format, seed=4)
+        if dtype == torch.float64:
+            (got,) = torch.autograd.grad(graded, x, g)
+            (want,) = torch.autograd.grad(ref, x, g)
+            assert (got - want).abs().max().item() <= GRAD_ATOL_F64
+    assert len(calls) == 2  # no_grad only, once per dtype
+
+
+def test_lerp_rows_not_for_periodic_w_small_images_or_tracing(monkeypatch):
+    calls = []
+    real = B._apply_lerp_rows
+    monkeypatch.setattr(B, "_apply_lerp_rows", lambda *a: (calls.append(1), real(*a))[1])
+    with torch.no_grad():
+        interpolate(_rand((1, 3, 256, 256), fmt=torch.contiguous_format), size=(1024, 1024), mode="bilinear")
+        interpolate(_rand((2, 3, 20, 30), fmt=torch.contiguous_format), size=(47, 75), mode="bilinear")
+    assert not calls  # x4 W is periodic; 47 x 75 outputs are under the band size
+    monkeypatch.setattr(B, "_LERP_CHUNK_BYTES", 64)
+    x = _rand((1, 3, 20, 30), fmt=torch.contiguous_format)
+    gm = make_fx(lambda t: interpolate(t, size=(47, 75), mode="bilinear"))(x)
+    assert not calls
+    assert (gm(x) - F.interpolate(x, size=(47, 75), mode="bilinear")).abs().max().item() <= FWD_ATOL_F32
