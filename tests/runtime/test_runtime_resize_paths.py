@@ -263,3 +263,18 @@ def test_lerp_rows_not_for_periodic_w_small_images_or_tracing(monkeypatch):
     gm = make_fx(lambda t: interpolate(t, size=(47, 75), mode="bilinear"))(x)
     assert not calls
     assert (gm(x) - F.interpolate(x, size=(47, 75), mode="bilinear")).abs().max().item() <= FWD_ATOL_F32
+
+
+@pytest.mark.parametrize("value", [float("inf"), float("-inf"), float("nan")])
+@pytest.mark.parametrize("chunk", [8 << 20, 256], ids=["one-chunk", "row-bands"])
+def test_phase_non_finite_input_takes_the_tap_path(value, chunk, monkeypatch):
+    monkeypatch.setattr(B, "_PHASE_CHUNK_BYTES", chunk)
+    x = _rand((2, 4, 6, 7))
+    x[1, 2, 5, 3] = value
+    ref = F.interpolate(x, scale_factor=2, mode="bilinear", align_corners=True)
+    with torch.no_grad():
+        out = interpolate(x, scale_factor=2, mode="bilinear", align_corners=True)
+    assert torch.equal(out.isnan(), ref.isnan()) and torch.equal(out.isinf(), ref.isinf())
+    ok = ref.isfinite()
+    assert (out[ok] - ref[ok]).abs().max().item() <= FWD_ATOL_F32
+    assert out.stride() == ref.stride()

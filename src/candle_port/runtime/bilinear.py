@@ -344,6 +344,28 @@ def _row_bands(
     return tuple(bands)
 
 
+@lru_cache(maxsize=64)
+def _phase_spans(
+    n_img: int, h: int, w: int, s_h: int, item: int, chunk: int, device: torch.device
+) -> Tuple[Tuple[int, int, int, int, torch.Tensor], ...]:
+    """The chunks of ``_apply_phase_cl``: ``(n0, n1, a, b, index)``, images ``[n0, n1)``, input
+    rows ``[a, b)``, ``index`` the flat (row * w + col) positions of rows ``a - 1 .. b`` and
+    columns ``-1 .. w``, clamped to the image."""
+    if item <= chunk:
+        per = max(1, chunk // item)
+        bounds = [(n0, min(n_img, n0 + per), 0, h) for n0 in range(0, n_img, per)]
+    else:
+        rows = max(1, chunk // (item // (h * s_h) * s_h))
+        bounds = [(n0, n0 + 1, a, min(h, a + rows)) for n0 in range(n_img) for a in range(0, h, rows)]
+    cols = torch.arange(-1, w + 1).clamp(0, w - 1)
+    spans = []
+    for n0, n1, a, b in bounds:
+        rid = torch.arange(a - 1, b + 1).clamp(0, h - 1)
+        spans.append((n0, n1, a, b, (rid[:, None] * w + cols).reshape(-1).to(device)))
+    return tuple(spans)
+
+
+
 def _constants(builder, *key):
     """Build (or fetch from the cache) size-only constants as plain tensors.
 
@@ -397,6 +419,7 @@ def clear_cache() -> None:
     _periodic.cache_clear()
     _phase.cache_clear()
     _row_bands.cache_clear()
+    _phase_spans.cache_clear()
 
 
 # ---------------------------------------------------------------------------------------------
@@ -446,7 +469,7 @@ def _apply_periodic(x: torch.Tensor, dim: int, pd: _Periodic) -> torch.Tensor:
     return y.reshape(lead + (n * pd.factor,) + x.shape[dim + 1 :])
 
 
-def _apply_phase_cl(y: torch.Tensor, out: List[int], ph_h: _Phase, ph_w: _Phase) -> torch.Tensor:
+def _apply_phase_cl(y: torch.Tensor, out: List[int], ph_h: _Phase, ph_w: _Phase) -> Optional[torch.Tensor]:
     """Without a gradient: ``y`` (N, C, H, W), channels_last-contiguous, upscaled by the phase
     forms of both axes into a fresh channels_last (N, C, H_out, W_out) tensor, in chunks of
     about ``_PHASE_CHUNK_BYTES`` of output (whole images, else bands of rows), so the
@@ -464,18 +487,12 @@ def _apply_phase_cl(y: torch.Tensor, out: List[int], ph_h: _Phase, ph_w: _Phase)
     flat = y.permute(0, 2, 3, 1).reshape(n_img, h * w, c)
     res = torch.empty((n_img, oh, ow, c), dtype=y.dtype, device=y.device)
     item = oh * ow * c * y.element_size()
-    if item <= _PHASE_CHUNK_BYTES:
-        per = max(1, _PHASE_CHUNK_BYTES // item)
-        spans = [(n0, min(n_img, n0 + per), 0, h) for n0 in range(0, n_img, per)]
-    else:
-        rows = max(1, _PHASE_CHUNK_BYTES // (s_h * ow * c * y.element_size()))
-        spans = [(n0, n0 + 1, a, min(h, a + rows)) for n0 in range(n_img) for a in range(0, h, rows)]
-    cols = torch.arange(-1, w + 1, device=y.device).clamp(0, w - 1)
-    for n0, n1, a, b in spans:
+    spans = _constants(_phase_spans, n_img, h, w, s_h, item, _PHASE_CHUNK_BYTES, y.device)
+    for n0, n1, a, b, index in spans:
         nb, k = n1 - n0, b - a
-        rid = torch.arange(a - 1, b + 1, device=y.device).clamp(0, h - 1)
-        zp = flat[n0:n1].index_select(1, (rid[:, None] * w + cols).reshape(-1))
-        zp = zp.view(nb, k + 2, w + 2, c)
+        zp = flat[n0:n1].index_select(1, index).view(nb, k + 2, w + 2, c)
+        if not bool(torch.isfinite(zp.sum())):
+            return None  # inf / NaN: the caller takes the tap path
         z = torch.empty((nb, k + 2, w, s_w, c), dtype=y.dtype, device=y.device)
         for r0, r1, oa, ob, wt in ph_w.groups:
             shape = (nb, k + 2, w, r1 - r0, c)
@@ -885,23 +902,31 @@ def _resample(
         memory_format=torch.channels_last
     )  # computed on the (N, H, W, C) view; the output layout is ATen's (layout_of)
     fmt = layout_of(x) if ndim == 2 else torch.contiguous_format
-    finite = finite_input(x)
+    orig = x.dtype
+    cdt = compute_dtype(orig)
+    finite: Optional[bool] = None
+    if channels_last and methods is None and not antialias and not _needs_grad(x) and not _tracing():
+        ph = [
+            _get_phase(in_size, o, align_corners, sc, cdt, x.device)
+            for in_size, o, sc in zip(x.shape[2:], out, scales)
+        ]
+        if ph[0] is not None and ph[1] is not None:
+            y = x.to(cdt) if cdt != orig else x
+            if y.permute(0, 2, 3, 1).is_contiguous():
+                # checks each chunk it reads for inf / NaN (in cache) instead of a pass over x
+                res = _apply_phase_cl(y, out, ph[0], ph[1])
+                if res is not None:
+                    return _finish(res, orig, fmt)
+                finite = False
+    if finite is None:
+        finite = finite_input(x)
     if list(x.shape[2:]) == out and (finite or antialias):
         return to_layout(x.clone(), fmt)
 
-    orig = x.dtype
-    cdt = compute_dtype(orig)
     y = x.to(cdt) if cdt != orig else x
     if not finite:
         y = _resample_taps(y, out, align_corners, scales, antialias)
         return _finish(y, orig, fmt)
-    if channels_last and methods is None and not antialias and not _needs_grad(x) and not _tracing():
-        ph = [
-            _get_phase(in_size, o, align_corners, sc, y.dtype, y.device)
-            for in_size, o, sc in zip(x.shape[2:], out, scales)
-        ]
-        if ph[0] is not None and ph[1] is not None and y.permute(0, 2, 3, 1).is_contiguous():
-            return _finish(_apply_phase_cl(y, out, ph[0], ph[1]), orig, fmt)
     if (
         ndim == 2
         and not channels_last
