@@ -278,3 +278,16 @@ def test_phase_non_finite_input_takes_the_tap_path(value, chunk, monkeypatch):
     ok = ref.isfinite()
     assert (out[ok] - ref[ok]).abs().max().item() <= FWD_ATOL_F32
     assert out.stride() == ref.stride()
+
+
+@pytest.mark.parametrize("value", [float("inf"), float("-inf"), float("nan")])
+def test_lerp_rows_non_finite_input_takes_the_tap_path(value, monkeypatch):
+    monkeypatch.setattr(B, "_LERP_CHUNK_BYTES", 128)
+    x = _rand((1, 2, 12, 17), fmt=torch.contiguous_format)
+    x[0, 1, 7, 4] = value
+    ref = F.interpolate(x, size=(19, 30), mode="bilinear")
+    with torch.no_grad():
+        out = interpolate(x, size=(19, 30), mode="bilinear")
+    assert torch.equal(out.isnan(), ref.isnan()) and torch.equal(out.isinf(), ref.isinf())
+    ok = ref.isfinite()
+    assert (out[ok] - ref[ok]).abs().max().item() <= FWD_ATOL_F32
