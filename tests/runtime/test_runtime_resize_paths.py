@@ -56,11 +56,12 @@ class _Count:
 
 @pytest.mark.parametrize("shape,kw", PHASE_CASES)
 @pytest.mark.parametrize("chunk", [8 << 20, 256], ids=["one-chunk", "row-bands"])
-def test_phase_no_grad_equals_torch_and_grad_path(shape, kw, chunk, monkeypatch):
+@pytest.mark.parametrize("fmt", [CL, torch.contiguous_format], ids=["cl", "nchw"])
+def test_phase_no_grad_equals_torch_and_grad_path(shape, kw, chunk, fmt, monkeypatch):
     monkeypatch.setattr(B, "_PHASE_CHUNK_BYTES", chunk)
     count = _Count(monkeypatch)
     for dtype, atol in ((torch.float32, FWD_ATOL_F32), (torch.float64, FWD_ATOL_F64)):
-        x = _rand(shape, dtype).requires_grad_()
+        x = _rand(shape, dtype, fmt).requires_grad_()
         ref = F.interpolate(x, mode="bilinear", **kw)
         with torch.no_grad():
             fast = interpolate(x, mode="bilinear", **kw)
@@ -102,12 +103,13 @@ def test_phase_declines_other_upscales(shape, kw, monkeypatch):
     assert out.stride() == ref.stride()
 
 
-def test_phase_not_for_contiguous_input_or_tracing(monkeypatch):
+def test_phase_not_for_long_contiguous_axes_or_tracing(monkeypatch):
     count = _Count(monkeypatch)
-    x = _rand((2, 8, 6, 6), fmt=torch.contiguous_format)
+    x = _rand((1, 2, 6, 200), fmt=torch.contiguous_format)  # W > 128: the periodic GEMM
     with torch.no_grad():
-        interpolate(x, scale_factor=2, mode="bilinear")
+        out = interpolate(x, scale_factor=2, mode="bilinear")
     assert count.calls == 0
+    assert (out - F.interpolate(x, scale_factor=2, mode="bilinear")).abs().max().item() <= FWD_ATOL_F32
     xc = _rand((2, 8, 6, 6))
     gm = make_fx(lambda t: interpolate(t, scale_factor=2, mode="bilinear"))(xc)
     assert count.calls == 0
@@ -267,9 +269,10 @@ def test_lerp_rows_not_for_periodic_w_small_images_or_tracing(monkeypatch):
 
 @pytest.mark.parametrize("value", [float("inf"), float("-inf"), float("nan")])
 @pytest.mark.parametrize("chunk", [8 << 20, 256], ids=["one-chunk", "row-bands"])
-def test_phase_non_finite_input_takes_the_tap_path(value, chunk, monkeypatch):
+@pytest.mark.parametrize("fmt", [CL, torch.contiguous_format], ids=["cl", "nchw"])
+def test_phase_non_finite_input_takes_the_tap_path(value, chunk, fmt, monkeypatch):
     monkeypatch.setattr(B, "_PHASE_CHUNK_BYTES", chunk)
-    x = _rand((2, 4, 6, 7))
+    x = _rand((2, 4, 6, 7), fmt=fmt)
     x[1, 2, 5, 3] = value
     ref = F.interpolate(x, scale_factor=2, mode="bilinear", align_corners=True)
     with torch.no_grad():

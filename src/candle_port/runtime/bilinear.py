@@ -905,17 +905,31 @@ def _resample(
     orig = x.dtype
     cdt = compute_dtype(orig)
     finite: Optional[bool] = None
-    if channels_last and methods is None and not antialias and not _needs_grad(x) and not _tracing():
+    # NCHW too when both axes are short (where the dense GEMMs would run), as the channels_last
+    # path of (N * C, 1, H, W) images
+    phase_nchw = ndim == 2 and not channels_last and x.is_contiguous() and max(x.shape[2:]) <= _MATMUL_MAX_IN
+    if (
+        (channels_last or phase_nchw)
+        and methods is None
+        and not antialias
+        and not _needs_grad(x)
+        and not _tracing()
+    ):
         ph = [
             _get_phase(in_size, o, align_corners, sc, cdt, x.device)
             for in_size, o, sc in zip(x.shape[2:], out, scales)
         ]
         if ph[0] is not None and ph[1] is not None:
             y = x.to(cdt) if cdt != orig else x
+            if phase_nchw:
+                n, c, h, w = y.shape
+                y = y.reshape(n * c, h, w, 1).permute(0, 3, 1, 2)
             if y.permute(0, 2, 3, 1).is_contiguous():
                 # checks each chunk it reads for inf / NaN (in cache) instead of a pass over x
                 res = _apply_phase_cl(y, out, ph[0], ph[1])
                 if res is not None:
+                    if phase_nchw:
+                        res = res.reshape(x.shape[:2] + tuple(out))
                     return _finish(res, orig, fmt)
                 finite = False
     if finite is None:
