@@ -54,6 +54,22 @@ _PERIODIC_GROUP = 4
 # elements follow it (the H axis of a channels_last input): measured equal work on 1 thread,
 # and the dense GEMM's backward runs on every thread where index_select's index_add may not.
 _PERIODIC_MIN_REST = 4096
+# Without a gradient, a channels_last integer upscale whose taps are fixed neighbours per phase
+# (_Phase: x2, and x4 / x8 with align_corners=False) is computed in chunks of about this many
+# bytes of output (measured on 1 thread, (8, 64, 64, 64) x2 and (2, 256, 64, 64) x4: 8 MiB
+# within 10% of the best of 2..32 MiB on both).
+_PHASE_CHUNK_BYTES = 8 << 20
+# channels_last (the (N, H, W, C) view, every axis moving whole C-vectors): an upscaled axis
+# longer than this is never resampled by the dense GEMM (its 2 * in flops per output cost more
+# than the band's copy of the windows); periodic where exact, else the banded left-multiply.
+# Measured forward+backward, 1 thread: U-Net x2 ac=True cl 45 -> 25 ms, DPT x4 cl 164 -> 62 ms
+# (with W first when W is upscaled: the smaller tensor, and H's rows then hold W_out * C).
+_CL_MATMUL_MAX_IN = 16
+# Without a gradient, a contiguous (NCHW) input whose W axis is not periodic and whose images are
+# larger than this many bytes of output (the 1024 -> 1500x2000 mask) is resized by two lerps per
+# band of output rows of about this size (_apply_lerp_rows): 1 thread, no page faults, 26 -> 17 ms
+# (native 34); 512 KiB and 4 MiB measured within 15%.
+_LERP_CHUNK_BYTES = 1 << 20
 
 
 # ---------------------------------------------------------------------------------------------
@@ -221,6 +237,135 @@ def _periodic(
     return _Periodic(got.index.to(device), got.weight.to(device), got.width, got.factor)
 
 
+class _Phase(NamedTuple):
+    """An integer upscale by ``factor`` whose taps, per output phase, are two fixed neighbours:
+    output ``s * i + r`` (phase ``r``) is ``lerp(x[clamp(i + oa)], x[clamp(i + ob)], w[i])``,
+    ``clamp`` to ``[0, in - 1]`` (so the border taps ATen clamps are the same elements). Phases
+    with the same (oa, ob) form one group: ``groups`` holds ``(r0, r1, oa, ob, w)`` with ``w``
+    of shape (in, r1 - r0), the weight of the second tap (the first one's is ``1 - w``)."""
+
+    factor: int
+    groups: Tuple[Tuple[int, int, int, int, torch.Tensor], ...]
+
+
+def _build_phase(p: AxisPlan, in_size: int, out_size: int) -> Optional[_Phase]:
+    """The plan as ``_Phase`` when it is one: ``out = s * in``, every interior phase reads the
+    same two offsets in [-1, 1], every tap with a non-zero weight reads one of its phase's two
+    clamped neighbours, and the two weights sum to 1 (to 4 ulps: ATen's ``w0 = 1 - w1``), so
+    ``a + w1 * (b - a)`` equals ATen's ``w0 * a + w1 * b`` to rounding. True for x2 with either
+    align_corners, x4 / x8 with align_corners=False; None otherwise (x4 with align_corners=True
+    reads different neighbours along the axis)."""
+    if out_size % in_size or out_size < 2 * in_size or in_size < 3:
+        return None
+    s = out_size // in_size
+    n = in_size
+    i = torch.arange(n, device=p.i0.device)
+    dtype = p.w0.dtype
+    offs = []
+    for r in range(s):
+        j = i[1:-1] * s + r
+        oa = (p.i0[j] - i[1:-1]).unique().tolist()
+        ob = (p.i1[j] - i[1:-1]).unique().tolist()
+        if len(oa) != 1 or len(ob) != 1 or not -1 <= oa[0] < ob[0] <= 1:
+            return None
+        offs.append((oa[0], ob[0]))
+    tol = 4 * torch.finfo(dtype).eps
+    groups = []
+    r = 0
+    while r < s:
+        r1 = r + 1
+        while r1 < s and offs[r1] == offs[r]:
+            r1 += 1
+        oa, ob = offs[r]
+        ca, cb = (i + oa).clamp(0, n - 1), (i + ob).clamp(0, n - 1)
+        cols = []
+        for rr in range(r, r1):
+            j = i * s + rr
+            wa = torch.zeros(n, dtype=dtype, device=i.device)
+            wb = torch.zeros(n, dtype=dtype, device=i.device)
+            for idx, w in ((p.i0[j], p.w0[j]), (p.i1[j], p.w1[j])):
+                live = w != 0
+                on_a = live & (idx == ca)
+                on_b = live & (idx == cb) & ~on_a
+                if bool((live & ~on_a & ~on_b).any()):
+                    return None
+                wa = wa + torch.where(on_a, w, 0.0)
+                wb = wb + torch.where(on_b, w, 0.0)
+            if bool(((wa + wb - 1).abs() > tol).any()):
+                return None
+            cols.append(wb)
+        groups.append((r, r1, oa, ob, torch.stack(cols, 1)))
+        r = r1
+    return _Phase(s, tuple(groups))
+
+
+@lru_cache(maxsize=256)
+def _phase(
+    in_size: int,
+    out_size: int,
+    align_corners: bool,
+    scale: Optional[float],
+    dtype: torch.dtype,
+    device: torch.device,
+) -> Optional[_Phase]:
+    return _build_phase(_plan(in_size, out_size, align_corners, scale, dtype, device), in_size, out_size)
+
+
+class _RowBand(NamedTuple):
+    """Output rows ``[j0, j1)`` of one image read input rows ``[r0, r1)``; ``i0``, ``i1`` are the
+    H taps relative to ``r0`` and ``w1`` (j1 - j0, 1) the second tap's weight."""
+
+    j0: int
+    j1: int
+    r0: int
+    r1: int
+    i0: torch.Tensor
+    i1: torch.Tensor
+    w1: torch.Tensor
+
+
+@lru_cache(maxsize=64)
+def _row_bands(
+    in_size: int,
+    out_size: int,
+    align_corners: bool,
+    scale: Optional[float],
+    dtype: torch.dtype,
+    device: torch.device,
+    rows: int,
+) -> Tuple[_RowBand, ...]:
+    p = _plan(in_size, out_size, align_corners, scale, dtype, device)
+    bands = []
+    for j0 in range(0, out_size, rows):
+        j1 = min(out_size, j0 + rows)
+        r0, r1 = int(p.i0[j0]), int(p.i1[j1 - 1]) + 1
+        w1 = p.w1[j0:j1].reshape(-1, 1).contiguous()
+        bands.append(_RowBand(j0, j1, r0, r1, p.i0[j0:j1] - r0, p.i1[j0:j1] - r0, w1))
+    return tuple(bands)
+
+
+@lru_cache(maxsize=64)
+def _phase_spans(
+    n_img: int, h: int, w: int, s_h: int, item: int, chunk: int, device: torch.device
+) -> Tuple[Tuple[int, int, int, int, torch.Tensor], ...]:
+    """The chunks of ``_apply_phase_cl``: ``(n0, n1, a, b, index)``, images ``[n0, n1)``, input
+    rows ``[a, b)``, ``index`` the flat (row * w + col) positions of rows ``a - 1 .. b`` and
+    columns ``-1 .. w``, clamped to the image."""
+    if item <= chunk:
+        per = max(1, chunk // item)
+        bounds = [(n0, min(n_img, n0 + per), 0, h) for n0 in range(0, n_img, per)]
+    else:
+        rows = max(1, chunk // (item // (h * s_h) * s_h))
+        bounds = [(n0, n0 + 1, a, min(h, a + rows)) for n0 in range(n_img) for a in range(0, h, rows)]
+    cols = torch.arange(-1, w + 1).clamp(0, w - 1)
+    spans = []
+    for n0, n1, a, b in bounds:
+        rid = torch.arange(a - 1, b + 1).clamp(0, h - 1)
+        spans.append((n0, n1, a, b, (rid[:, None] * w + cols).reshape(-1).to(device)))
+    return tuple(spans)
+
+
+
 def _constants(builder, *key):
     """Build (or fetch from the cache) size-only constants as plain tensors.
 
@@ -255,6 +400,10 @@ def _get_periodic(*key) -> Optional[_Periodic]:
     return _constants(_periodic, *key)
 
 
+def _get_phase(*key) -> Optional[_Phase]:
+    return _constants(_phase, *key)
+
+
 # lru_cache'd builders of the other modes (nearest, bicubic, area) register here.
 _OTHER_CACHES: list = []
 
@@ -268,6 +417,9 @@ def clear_cache() -> None:
     _band.cache_clear()
     _dense_aa.cache_clear()
     _periodic.cache_clear()
+    _phase.cache_clear()
+    _row_bands.cache_clear()
+    _phase_spans.cache_clear()
 
 
 # ---------------------------------------------------------------------------------------------
@@ -290,6 +442,15 @@ def _lerp_gather(x: torch.Tensor, p: AxisPlan) -> torch.Tensor:
     return g0 * p.w0 + g1 * p.w1
 
 
+def _periodic_group(in_size: int, last: bool) -> int:
+    """Inputs per block of the periodic GEMM: 8 on the last axis, 4 on others, halved until it
+    divides the axis."""
+    group = _PERIODIC_GROUP_LAST if last else _PERIODIC_GROUP
+    while in_size % group:
+        group //= 2
+    return group
+
+
 def _apply_periodic(x: torch.Tensor, dim: int, pd: _Periodic) -> torch.Tensor:
     """``x`` (contiguous) upscaled along ``dim`` by the repeating weights: one ``index_select``
     of every block's window, then one GEMM with the (width, group * s) weights, whose result is
@@ -306,6 +467,73 @@ def _apply_periodic(x: torch.Tensor, dim: int, pd: _Periodic) -> torch.Tensor:
         win = x.reshape(-1, n, rest).index_select(1, pd.index)
         y = torch.matmul(pd.weight.t(), win.reshape(-1, pd.width, rest))
     return y.reshape(lead + (n * pd.factor,) + x.shape[dim + 1 :])
+
+
+def _apply_phase_cl(y: torch.Tensor, out: List[int], ph_h: _Phase, ph_w: _Phase) -> Optional[torch.Tensor]:
+    """Without a gradient: ``y`` (N, C, H, W), channels_last-contiguous, upscaled by the phase
+    forms of both axes into a fresh channels_last (N, C, H_out, W_out) tensor, in chunks of
+    about ``_PHASE_CHUNK_BYTES`` of output (whole images, else bands of rows), so the
+    intermediate stays in cache and the output is written once.
+
+    Per chunk, on the (N, H, W, C) view: one ``index_select`` takes the chunk's rows and columns
+    with a clamped border of one (so every neighbour ``clamp(i + o)`` is a plain slice), then
+    per group of W phases one ``lerp`` of two shifted, broadcast slices into the (rows, W, s_w,
+    C) intermediate, then per group of H phases one ``lerp`` into the output's rows. In candle:
+    ``index_select``, ``narrow``, ``broadcast_as``, ``a + w * (b - a)`` (``broadcast_sub``,
+    ``broadcast_mul``, ``broadcast_add``), ``stack``/``cat`` of the phases."""
+    n_img, c, h, w = y.shape
+    oh, ow = out
+    s_h, s_w = ph_h.factor, ph_w.factor
+    flat = y.permute(0, 2, 3, 1).reshape(n_img, h * w, c)
+    res = torch.empty((n_img, oh, ow, c), dtype=y.dtype, device=y.device)
+    item = oh * ow * c * y.element_size()
+    spans = _constants(_phase_spans, n_img, h, w, s_h, item, _PHASE_CHUNK_BYTES, y.device)
+    for n0, n1, a, b, index in spans:
+        nb, k = n1 - n0, b - a
+        zp = flat[n0:n1].index_select(1, index).view(nb, k + 2, w + 2, c)
+        if not bool(torch.isfinite(zp.sum())):
+            return None  # inf / NaN: the caller takes the tap path
+        z = torch.empty((nb, k + 2, w, s_w, c), dtype=y.dtype, device=y.device)
+        for r0, r1, oa, ob, wt in ph_w.groups:
+            shape = (nb, k + 2, w, r1 - r0, c)
+            lo = zp[:, :, 1 + oa : 1 + oa + w, None, :].expand(shape)
+            hi = zp[:, :, 1 + ob : 1 + ob + w, None, :].expand(shape)
+            torch.lerp(lo, hi, wt.view(w, r1 - r0, 1), out=z[:, :, :, r0:r1])
+        z = z.view(nb, k + 2, ow * c)
+        o = res[n0:n1, s_h * a : s_h * b].view(nb, k, s_h, ow * c)
+        for r0, r1, oa, ob, wt in ph_h.groups:
+            shape = (nb, k, r1 - r0, ow * c)
+            lo = z[:, 1 + oa : 1 + oa + k, None, :].expand(shape)
+            hi = z[:, 1 + ob : 1 + ob + k, None, :].expand(shape)
+            torch.lerp(lo, hi, wt[a:b].view(k, r1 - r0, 1), out=o[:, :, r0:r1])
+    return res.permute(0, 3, 1, 2)
+
+
+def _apply_lerp_rows(
+    y: torch.Tensor, out: List[int], align_corners: bool, scales: List[Optional[float]]
+) -> torch.Tensor:
+    """Without a gradient: ``y`` (N, C, H, W), contiguous, resized band by band of output rows
+    (about ``_LERP_CHUNK_BYTES`` each), so both intermediates stay in cache and the output is
+    written once. Per band, on the image's (H, W) view: the input rows it reads (a view), W by
+    ``lerp(x[:, i0], x[:, i1], w1)`` (two ``index_select`` on dim 1), then H by ``lerp`` of two
+    ``index_select`` of those rows, into the output's rows. ``lerp`` (``a + w1 * (b - a)``) equals
+    ATen's ``w0 * a + w1 * b`` (``w0 = 1 - w1``) to a few ulps. In candle: ``narrow``,
+    ``index_select``, ``broadcast_sub`` / ``broadcast_mul`` / ``broadcast_add``, ``cat``."""
+    n_img, c, h, w = y.shape
+    oh, ow = out
+    pw = _get_plan(w, ow, align_corners, scales[1], y.dtype, y.device)
+    rows = max(1, _LERP_CHUNK_BYTES // (ow * y.element_size()))
+    bands = _constants(_row_bands, h, oh, align_corners, scales[0], y.dtype, y.device, rows)
+    planes = y.reshape(n_img * c, h, w)
+    res = torch.empty((n_img * c, oh, ow), dtype=y.dtype, device=y.device)
+    for b in range(n_img * c):
+        plane = planes[b]
+        for band in bands:
+            xs = plane[band.r0 : band.r1]
+            z = torch.lerp(xs.index_select(1, pw.i0), xs.index_select(1, pw.i1), pw.w1)
+            lo, hi = z.index_select(0, band.i0), z.index_select(0, band.i1)
+            torch.lerp(lo, hi, band.w1, out=res[b, band.j0 : band.j1])
+    return res.reshape(n_img, c, oh, ow)
 
 
 def apply_matrix(x: torch.Tensor, dim: int, a: torch.Tensor) -> torch.Tensor:
@@ -340,22 +568,24 @@ def _resample_axis(
     scale: Optional[float],
     last_is_contiguous: bool,
     method: Optional[str],
+    channels_last: bool = False,
 ) -> torch.Tensor:
-    """Resample ``x`` along ``dim`` (non-negative) to ``out_size``."""
+    """Resample ``x`` along ``dim`` (non-negative) to ``out_size``; ``channels_last``: ``x`` is
+    the (N, H, W, C) view of a channels_last input."""
     in_size = x.shape[dim]
     key = (in_size, out_size, align_corners, scale, x.dtype, x.device)
     last = dim == x.dim() - 1
     rest = math.prod(x.shape[dim + 1 :])
-    short = in_size <= _MATMUL_MAX_IN and rest < _PERIODIC_MIN_REST
+    if channels_last:
+        short = in_size <= _CL_MATMUL_MAX_IN or (out_size < in_size and in_size <= _MATMUL_MAX_IN)
+    else:
+        short = in_size <= _MATMUL_MAX_IN and rest < _PERIODIC_MIN_REST
     if (method == "periodic" or (method is None and not short)) and x.is_contiguous():
-        group = _PERIODIC_GROUP_LAST if last else _PERIODIC_GROUP
-        while in_size % group:
-            group //= 2
-        pd = _get_periodic(*key, group)
+        pd = _get_periodic(*key, _periodic_group(in_size, last))
         if pd is not None:
             return _apply_periodic(x, dim, pd)
     if method is None:
-        if in_size <= _MATMUL_MAX_IN:
+        if (short if channels_last else in_size <= _MATMUL_MAX_IN):
             method = "matmul"
         elif last and last_is_contiguous:
             method = "bandlast" if out_size >= in_size else "gather"
@@ -672,16 +902,61 @@ def _resample(
         memory_format=torch.channels_last
     )  # computed on the (N, H, W, C) view; the output layout is ATen's (layout_of)
     fmt = layout_of(x) if ndim == 2 else torch.contiguous_format
-    finite = finite_input(x)
+    orig = x.dtype
+    cdt = compute_dtype(orig)
+    finite: Optional[bool] = None
+    # NCHW too when both axes are short (where the dense GEMMs would run), as the channels_last
+    # path of (N * C, 1, H, W) images
+    phase_nchw = ndim == 2 and not channels_last and x.is_contiguous() and max(x.shape[2:]) <= _MATMUL_MAX_IN
+    if (
+        (channels_last or phase_nchw)
+        and methods is None
+        and not antialias
+        and not _needs_grad(x)
+        and not _tracing()
+    ):
+        ph = [
+            _get_phase(in_size, o, align_corners, sc, cdt, x.device)
+            for in_size, o, sc in zip(x.shape[2:], out, scales)
+        ]
+        if ph[0] is not None and ph[1] is not None:
+            y = x.to(cdt) if cdt != orig else x
+            if phase_nchw:
+                n, c, h, w = y.shape
+                y = y.reshape(n * c, h, w, 1).permute(0, 3, 1, 2)
+            if y.permute(0, 2, 3, 1).is_contiguous():
+                # checks each chunk it reads for inf / NaN (in cache) instead of a pass over x
+                res = _apply_phase_cl(y, out, ph[0], ph[1])
+                if res is not None:
+                    if phase_nchw:
+                        res = res.reshape(x.shape[:2] + tuple(out))
+                    return _finish(res, orig, fmt)
+                finite = False
+    if finite is None:
+        finite = finite_input(x)
     if list(x.shape[2:]) == out and (finite or antialias):
         return to_layout(x.clone(), fmt)
 
-    orig = x.dtype
-    cdt = compute_dtype(orig)
     y = x.to(cdt) if cdt != orig else x
     if not finite:
         y = _resample_taps(y, out, align_corners, scales, antialias)
         return _finish(y, orig, fmt)
+    if (
+        ndim == 2
+        and not channels_last
+        and methods is None
+        and not antialias
+        and all(i != o for i, o in zip(x.shape[2:], out))
+        and out[0] * out[1] * y.element_size() > _LERP_CHUNK_BYTES
+        and y.is_contiguous()
+        and not _needs_grad(x)
+        and not _tracing()
+        and _get_periodic(
+            x.shape[3], out[1], align_corners, scales[1], y.dtype, y.device, _periodic_group(x.shape[3], True)
+        )
+        is None
+    ):
+        return _finish(_apply_lerp_rows(y, out, align_corners, scales), orig, fmt)
     h_method, w_method = methods if methods is not None else (None, None)
     if antialias:
         h_method = w_method = "aa"  # dense matrices, W then H as ATen
@@ -695,18 +970,34 @@ def _resample(
     in_sizes = list(x.shape[2:])
     # Order (measured): NCHW input resamples W first, in place (one mm, or gather for a long W),
     # then H as a left-multiply (or banded GEMM) on that contiguous result, with no copy to move
-    # an axis; antialias does W first as ATen. channels_last keeps H first (its W axis moves whole
-    # C-vectors and is cheapest on the smaller tensor).
-    w_first = antialias or not channels_last
+    # an axis; antialias does W first as ATen. channels_last does W first when W is upscaled
+    # (on the smaller tensor; H's rows then hold W_out * C), else H first.
+    w_first = antialias or not channels_last or out[-1] > in_sizes[-1]
     for k in reversed(range(ndim)) if w_first else range(ndim):
         if in_sizes[k] == out[k]:
             continue
         method = w_method if k == ndim - 1 else h_method
         last_contig = not channels_last and k == ndim - 1
-        y = _resample_axis(y, dims[k], out[k], align_corners, scales[k], last_contig, method)
+        y = _resample_axis(y, dims[k], out[k], align_corners, scales[k], last_contig, method, channels_last)
     if channels_last:
         y = y.permute(0, 3, 1, 2)
     return _finish(y, orig, fmt)
+
+
+def _needs_grad(x: torch.Tensor) -> bool:
+    """Whether autograd records ops on ``x`` here (else the no-gradient compositions may run)."""
+    return torch.is_grad_enabled() and x.requires_grad
+
+
+def _tracing() -> bool:
+    """make_fx / FakeTensor / torch.compile / torch.jit.trace / functorch transforms: keep the
+    traced compositions (no ``out=`` writes, no value-dependent chunking)."""
+    return (
+        torch._C._len_torch_dispatch_stack() > 0
+        or torch.compiler.is_compiling()
+        or torch.jit.is_tracing()
+        or torch._C._are_functorch_transforms_active()
+    )
 
 
 def _finish(y: torch.Tensor, orig: torch.dtype, fmt: torch.memory_format) -> torch.Tensor:

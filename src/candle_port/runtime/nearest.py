@@ -15,7 +15,7 @@ from typing import List, Optional
 import torch
 
 from ._layout import layout_of, to_layout
-from .bilinear import _OTHER_CACHES, _constants
+from .bilinear import _OTHER_CACHES, _constants, _tracing
 
 __all__ = ["nearest_index", "upsample_nearest_nd"]
 
@@ -168,6 +168,16 @@ def upsample_nearest_nd(
     # index_select moves whole C-vectors; permuting back gives the channels_last result.
     y = x.permute(0, *range(2, ndim + 2), 1) if channels_last else x
     first = 1 if channels_last else 2
+    if channels_last and not (torch.is_grad_enabled() and x.requires_grad) and not _tracing():
+        # Without a gradient, a channels_last input whose every changed axis is an integer
+        # upscale ``j // s`` is one copy of a broadcast view (C-vectors repeated), writing the
+        # output once; with a gradient W stays an index_select (see below).
+        keys = [(x.shape[2 + k], out[k], scales[k], exact, ndim, k, x.dtype, x.device) for k in range(ndim)]
+        moved = [nearest_index(*key) is not None for key in keys]
+        reps = [_constants(_nearest_factor, *key) if m else 0 for key, m in zip(keys, moved)]
+        if any(moved) and all(r or not m for r, m in zip(reps, moved)):
+            y = _repeat_axes(y, first, reps)
+            return to_layout(y.permute(0, ndim + 1, *range(1, ndim + 1)), fmt)
     changed = False
     factors = [0] * ndim
     for k in reversed(range(ndim)):  # W first: on the smaller tensor when upsampling
