@@ -6,7 +6,10 @@ class (`class U(nn.Upsample)`). So a file where no identifier is an API's name h
 parse is skipped. The search finds API_NAME_FRAGMENTS by substring (fast), then reads the
 identifier around each occurrence: `Upsample2D`, `self.upsamplers` or `max_pool_size` alone do not
 send a file to the parser (65 of the 428 corpus files with a fragment have no API name), nor
-does an API name in a comment or a string literal (71 of the other 363).
+does an API name in a comment or a string literal (71 of the other 363), nor a global adaptive
+pool (`nn.AdaptiveAvgPool2d(1)`, `F.adaptive_avg_pool2d(x, (1, 1))`): an output size of 1 is a
+mean or a max, which candle trains, so that call is never a finding (6 of torchvision's 41
+candidate files hold nothing else).
 A call of a project class or wrapper defined in another module is found by the second pass
 (analysis/mentions.py). tests/test_corpus_truth.py (test_prefilter_loses_no_finding) proves on the
 real corpus that this loses no finding.
@@ -31,10 +34,39 @@ def may_hold_sites(text: str) -> bool:
             while start and (text[start - 1].isalnum() or text[start - 1] == "_"):
                 start -= 1
             end = _IDENTIFIER_TAIL.match(text, at + len(fragment)).end()
-            if text[start:end] in API_SHORT_NAMES and code.holds(start):
+            name = text[start:end]
+            if name in API_SHORT_NAMES and not _global_pool_call(text, name, start, end) and code.holds(start):
                 return True
             at = text.find(fragment, end)
     return False
+
+
+# Output size 1 on every axis, as CP109 reads it (`_is_global`): 1, or a tuple or list of 1s, one per axis.
+_ONES = {1: r"(?:1|\(\s*1\s*,\s*\)|\[\s*1\s*,?\s*\])", 2: r"(?:1|\(\s*1\s*,\s*1\s*,?\s*\)|\[\s*1\s*,\s*1\s*,?\s*\])"}
+_GLOBAL_POOL_ARGUMENTS = {
+    # a module: (1) or (output_size=1); a function: (name, 1), the input a plain (dotted) name
+    (module, dims): re.compile(
+        r"\(\s*"
+        + ("" if module else r"(?:input\s*=\s*)?[A-Za-z_][\w.]*\s*,\s*")
+        + rf"(?:output_size\s*=\s*)?{_ONES[dims]}\s*,?\s*\)"
+    )
+    for module in (True, False)
+    for dims in (1, 2)
+}
+_ADAPTIVE_POOLS = {
+    f"{name}{dims}d": (name[0].isupper(), dims)
+    for name in ("AdaptiveAvgPool", "AdaptiveMaxPool", "adaptive_avg_pool", "adaptive_max_pool")
+    for dims in (1, 2)
+}
+
+
+def _global_pool_call(text: str, name: str, start: int, end: int) -> bool:
+    """Whether `text[start:end]` (`name`) is an attribute called with output size 1 (a global
+    adaptive pool: never a finding). An import or a bare name is not: it may be aliased."""
+    kind = _ADAPTIVE_POOLS.get(name)
+    if kind is None or start == 0 or text[start - 1] != ".":
+        return False
+    return _GLOBAL_POOL_ARGUMENTS[kind].match(text, end) is not None
 
 
 _QUOTE_OR_HASH = re.compile(r"[#'\"]")
