@@ -96,4 +96,9 @@ def test_committed_vectors_are_what_the_generator_writes(family, tmp_path):
     fresh, committed = load_file(str(tmp_path / f"{family}.safetensors")), _tensors(family)
     assert sorted(fresh) == sorted(committed)
     for key in fresh:
-        assert rel_err(fresh[key], committed[key]) <= REL_TOL["float64"] * 10, key
+        # torch's float32 kernels sum in an order that depends on the CPU's vector width (oneDNN
+        # picks AVX2 or AVX-512 at run time): a vector regenerated on another machine may differ
+        # in its last bit (conv_transpose1d's grad_input: 3.8e-8 on an AMD EPYC). Any change to a
+        # case is many orders above these bounds.
+        bound = 8 * torch.finfo(torch.float32).eps if fresh[key].dtype == torch.float32 else REL_TOL["float64"] * 10
+        assert rel_err(fresh[key], committed[key]) <= bound, key
