@@ -40,7 +40,7 @@ def test_the_rules_index_lists_every_rule_code():
 
 def _readme_cli_flags() -> set[str]:
     # Flags of our commands only: skip pip's, pytest's, mkdocs's and cargo's, which the docs also show.
-    foreign = {"--diff-filter", "--upgrade", "--quiet-pip", "--no-deps", "--index-url", "--all-files", "--files",
+    foreign = {"--diff-filter", "--upgrade", "--quiet-pip", "--no-deps", "--only-binary", "--index-url", "--all-files", "--files",
                "--strict", "--no-verify", "--dry-run", "--check", "--no-isolation", "--test"}
     flags = set(FLAG.findall(DOCS_TEXT)) - foreign
     return {f for f in flags if not f.startswith("--cov")}
