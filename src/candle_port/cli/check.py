@@ -5,10 +5,10 @@ from __future__ import annotations
 from typing import Annotated, Optional
 
 import typer
-from rich.markup import escape
 
 from candle_port.cache import DEFAULT_CACHE_DIR
 from candle_port.cli import common
+from candle_port.cli.console import escape
 from candle_port.cli.exit_codes import ExitCode
 from candle_port.cli.progress import progress_factory
 from candle_port.findings import FileResult, Severity

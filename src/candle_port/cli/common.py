@@ -7,9 +7,8 @@ from pathlib import Path
 from typing import Annotated, Optional
 
 import typer
-from rich.console import Console
-from rich.markup import escape
 
+from candle_port.cli.console import console_for, escape
 from candle_port.config import Config, ConfigError, check_codes, load_config
 from candle_port.output import OutputFormat
 
@@ -85,12 +84,13 @@ def effective_config(config_path: Path | None, paths: list[str], select: str | N
     return config.with_options(select=selected, ignore=ignored)
 
 
-def stderr_console() -> Console:
-    return Console(stderr=True, highlight=False, emoji=False)
+def stderr_console():
+    """rich's Console for stderr, or a plain one where nothing would be styled (cli/console.py)."""
+    return console_for(stderr=True)
 
 
-def stdout_console() -> Console:
-    return Console(highlight=False, soft_wrap=True, emoji=False)
+def stdout_console():
+    return console_for(stderr=False)
 
 
 def fail_usage(message: str) -> None:

@@ -18,9 +18,9 @@ from pathlib import Path
 from typing import Annotated, Optional
 
 import typer
-from rich.markup import escape
 
 from candle_port.cli import common
+from candle_port.cli.console import escape
 from candle_port.cli.exit_codes import ExitCode, worst
 
 

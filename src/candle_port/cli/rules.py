@@ -5,9 +5,9 @@ from __future__ import annotations
 from typing import Annotated, Optional
 
 import typer
-from rich.markup import escape
 
 from candle_port.cli import common
+from candle_port.cli.console import escape
 
 
 def rules_command(

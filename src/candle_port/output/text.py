@@ -4,13 +4,11 @@ from __future__ import annotations
 
 from collections import Counter
 
-from rich.console import Console
-from rich.markup import escape
-
+from candle_port.cli.console import escape
 from candle_port.findings import FileError, Finding, Severity
 
 
-def print_findings(console: Console, findings: list[Finding], show_fixes: bool = True) -> None:
+def print_findings(console, findings: list[Finding], show_fixes: bool = True) -> None:
     """Findings on stdout, one per line, files in order, a blank line between files."""
     if console.color_system is None and not console.record:
         _print_plain(console.file, findings, show_fixes)
@@ -49,13 +47,13 @@ def _print_plain(out, findings: list[Finding], show_fixes: bool) -> None:
         out.flush()
 
 
-def print_file_errors(console: Console, errors: list[FileError]) -> None:
+def print_file_errors(console, errors: list[FileError]) -> None:
     """One line per file that could not be checked, naming the file and the reason (stderr)."""
     for e in errors:
         console.print(f"[bold red]error[/bold red]: {escape(e.describe())}", soft_wrap=True, highlight=False)
 
 
-def print_statistics(console: Console, findings: list[Finding]) -> None:
+def print_statistics(console, findings: list[Finding]) -> None:
     """One line per code, most frequent first; a code whose sites differ in severity (CP109) says
     how many are of each."""
     counts = Counter(f.code for f in findings)
