@@ -1,7 +1,7 @@
 """The runtime's speed table: every op at shapes from real models vs torch's native op, same run.
 
     python bench/runtime_table.py [--rounds 7] [--threads 2] [--only SUBSTRING] [--no-memory]
-                                  [--clock wall|thread|process]
+                                  [--clock wall|thread|process] [--same-process]
 
 For each row (float32, CPU, ``torch.set_num_threads(2)``): the forward ratio (no_grad), the
 forward+backward ratio (``y.backward(g)`` with a fixed ``g``) and the peak-memory ratio of one
@@ -11,6 +11,12 @@ the mean of enough calls to last ~0.1 s; the ratio shown is the median of the pe
 other processes share the cores). Memory: peak bytes held by torch's CPU allocator during one
 forward+backward above what was held before (profiler memory events), input excluded.
 The last line gives the median of each ratio column and the largest one.
+
+Each row runs in a fresh process (``--same-process``: all rows in this one). A row's times depend
+on what the allocator holds: glibc serves a large block from a fresh mmap or from the heap
+depending on what earlier allocations left there, and a fresh page costs a fault on first touch.
+In one process the rows before a row changed its figures by up to 5x (channels_last
+MaxPool2d(2): forward 0.86x alone, 4.2x after the other rows), so a row alone is what is measured.
 
 ``--clock thread`` (or ``process``) times by CPU time instead of the wall clock: with ``--threads 1``
 that is the work done, which other processes on the cores disturb far less. (On cores shared
@@ -22,7 +28,9 @@ with other jobs, every multi-threaded op can wait a scheduler slice for its seco
 from __future__ import annotations
 
 import argparse
+import json
 import statistics
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -165,23 +173,26 @@ def main() -> None:
         help="thread: the main thread's CPU time (use with --threads 1; steady on a loaded machine); "
         "process: the process's CPU time",
     )
+    ap.add_argument("--same-process", action="store_true", help="measure every row in this process (see above)")
+    ap.add_argument("--row", type=int, help=argparse.SUPPRESS)
     args = ap.parse_args()
     global _CLOCK
     _CLOCK = {"wall": time.perf_counter, "thread": time.thread_time, "process": time.process_time}[args.clock]
     torch.set_num_threads(args.threads)
     torch.manual_seed(0)
     clock = {"wall": "wall time", "thread": "main-thread CPU time", "process": "process CPU time"}[args.clock]
+    if args.row is not None:  # one row, in a child process of an isolated run: its ratios as JSON
+        print(json.dumps(_measure(ROWS[args.row], args)))
+        return
     print(f"torch {torch.__version__}, {torch.get_num_threads()} threads, float32, {clock}, median of {args.rounds} paired rounds")
     print("| op and shape | input | native fwd ms | fwd ratio | native f+b ms | f+b ratio | memory ratio |")
     print("|---|---|---:|---:|---:|---:|---:|")
     cols = ([], [], [])
-    for name, shape, fmt, pair in ROWS:
+    for index, row in enumerate(ROWS):
+        name, shape = row[0], row[1]
         if args.only and args.only not in name:
             continue
-        nf, of, nfb, ofb = closures(shape, fmt, pair)
-        tnf, _, rf = paired(nf, of, args.rounds)
-        tnfb, _, rfb = paired(nfb, ofb, args.rounds)
-        rm = float("nan") if args.no_memory else peak_bytes(ofb) / max(peak_bytes(nfb), 1)
+        tnf, rf, tnfb, rfb, rm = _measure(row, args) if args.same_process else _in_child(index, args)
         for c, v in zip(cols, (rf, rfb, rm)):
             c.append(v)
         print(
@@ -194,6 +205,23 @@ def main() -> None:
         print(f"| **median** | | | {med[0]:.2f} | | {med[1]:.2f} | {med[2]:.2f} |")
         print(f"| **max** | | | {mx[0]:.2f} | | {mx[1]:.2f} | {mx[2]:.2f} |")
 
+
+def _measure(row, args) -> list[float]:
+    """[native forward s, forward ratio, native forward+backward s, its ratio, memory ratio]."""
+    _, shape, fmt, pair = row
+    nf, of, nfb, ofb = closures(shape, fmt, pair)
+    tnf, _, rf = paired(nf, of, args.rounds)
+    tnfb, _, rfb = paired(nfb, ofb, args.rounds)
+    rm = float("nan") if args.no_memory else peak_bytes(ofb) / max(peak_bytes(nfb), 1)
+    return [tnf, rf, tnfb, rfb, rm]
+
+
+def _in_child(index: int, args) -> list[float]:
+    """_measure for ROWS[index] in a fresh process (see the module docstring)."""
+    command = [sys.executable, __file__, "--row", str(index), "--rounds", str(args.rounds), "--threads", str(args.threads),
+               "--clock", args.clock] + (["--no-memory"] if args.no_memory else [])
+    done = subprocess.run(command, capture_output=True, text=True, check=True)
+    return json.loads(done.stdout.strip().splitlines()[-1])
 
 if __name__ == "__main__":
     main()
