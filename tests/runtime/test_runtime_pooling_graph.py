@@ -145,3 +145,25 @@ def test_forward_graph_uses_only_allowed_ops(fn, shape, channels_last):
         assert all(torch.equal(a, b) for a, b in zip(got, want))
     else:
         assert torch.equal(got, want)
+
+
+@pytest.mark.parametrize("channels_last", [False, True], ids=["nchw", "channels_last"])
+def test_torch_export_records_the_table_path_without_view_plan_constants(channels_last, monkeypatch):
+    """Under torch.export (non-strict) the max pool records the table path; the strided-view plan
+    (used outside tracing, for NCHW and channels_last input) is neither built nor recorded: the
+    graph is the one traced with no view plan at all."""
+
+    class Pool(torch.nn.Module):
+        def forward(self, x):
+            return P.max_pool2d(x, 3, 2, 1)
+
+    def ops():
+        x = torch.randn(1, 2, 6, 6).contiguous(memory_format=torch.channels_last if channels_last else torch.contiguous_format)
+        graph = torch.export.export(Pool(), (x.requires_grad_(),), strict=False).graph
+        return [str(n.target) for n in graph.nodes if n.op == "call_function"]
+
+    traced = ops()
+    assert any("gather" in op for op in traced)
+    assert not any("lerp" in op or "maximum" in op for op in traced)  # the view path's ops
+    monkeypatch.setattr(P, "_pool_max_view_plan", lambda *args: None)
+    assert traced == ops()

@@ -1,11 +1,12 @@
-"""The channels_last pooling paths that read windows as strided views equal torch's kernels.
+"""The pooling paths that read windows as strided views equal torch's kernels.
 
 channels_last max pools take the maximum as ``maximum`` of the window positions' views; without
 a gradient that is the result unless an output is zero or NaN, else (and with a gradient, and
 for ``return_indices``) the first element equal to it is located by per-position ``eq`` + ``lerp``
 and gathered. Each case runs with and without a gradient and must equal torch bitwise (value,
 sign of zero, NaN positions, indices, gradient, strides); the two modes must agree with each
-other. Average pools: tiled windows add ``unbind``'s parts, stride-1 windows without a gradient
+other. A contiguous NCHW max pool runs the same path on its channel planes, as (N * C, 1, H, W)
+channels_last images of one channel, and is checked the same way. Average pools: tiled windows add ``unbind``'s parts, stride-1 windows without a gradient
 add shifts in place; to float rounding, with inf / NaN where torch has them.
 """
 
@@ -32,7 +33,7 @@ MAX_ARGS = [
 DATA = ["distinct", "ties", "signed-zeros", "nan", "inf"]
 
 
-def _data(kind: str, shape, dtype=torch.float32, seed=0) -> torch.Tensor:
+def _data(kind: str, shape, dtype=torch.float32, seed=0, layout=CL) -> torch.Tensor:
     g = torch.Generator().manual_seed(seed)
     if kind == "distinct":
         n = 1
@@ -52,7 +53,7 @@ def _data(kind: str, shape, dtype=torch.float32, seed=0) -> torch.Tensor:
         else:
             x[x > 0.7] = float("inf")
             x[x < -0.7] = -float("inf")
-    return x.contiguous(memory_format=CL)
+    return x.contiguous(memory_format=layout)
 
 
 def _same(a: torch.Tensor, b: torch.Tensor) -> None:
@@ -92,6 +93,22 @@ def test_channels_last_max_pool2d_views_equal_torch(args, kwargs, kind):
     _max_both(P.max_pool2d, F.max_pool2d, x, args, kwargs)
 
 
+@pytest.mark.parametrize("kind", DATA)
+@pytest.mark.parametrize(("args", "kwargs"), MAX_ARGS)
+def test_nchw_max_pool2d_planes_equal_torch(args, kwargs, kind):
+    x = _data(kind, (2, 5, 11, 10), layout=torch.contiguous_format)
+    _max_both(P.max_pool2d, F.max_pool2d, x, args, kwargs)
+
+
+def test_nchw_input_takes_the_planes_view_path():
+    x = torch.rand(2, 5, 11, 10)
+    meta = F.max_pool2d(x.to("meta"), 3, 2, 1)
+    plan = P._pool_max_view_plan(x, meta, 2, ((3, 3), (2, 2), (1, 1), (1, 1)))
+    assert plan is not None and plan.planes
+    strided = x[:, :, :, ::2]  # neither contiguous nor channels_last: the table path
+    assert P._pool_max_view_plan(strided, F.max_pool2d(strided.to("meta"), 3, 2, 1), 2, ((3, 3), (2, 2), (1, 1), (1, 1))) is None
+
+
 @pytest.mark.parametrize("kind", ["distinct", "ties", "nan"])
 def test_channels_last_max_pool2d_views_float64(kind):
     _max_both(P.max_pool2d, F.max_pool2d, _data(kind, (2, 3, 9, 8), torch.float64), (3, 2, 1), {})
@@ -109,6 +126,13 @@ def _adaptive_torch(x, size, return_indices=False):
 @pytest.mark.parametrize("size", [7, (4, 2), 3], ids=["tiled-14-7", "tiled-rect", "uneven-table-path"])
 def test_channels_last_adaptive_max_pool2d_equals_torch(size, kind):
     x = _data(kind, (2, 6, 14, 8) if size == (4, 2) else (2, 6, 14, 14))
+    _max_both(_adaptive, _adaptive_torch, x, (size,), {})
+
+
+@pytest.mark.parametrize("kind", DATA)
+@pytest.mark.parametrize("size", [7, (4, 2)], ids=["tiled-14-7", "tiled-rect"])
+def test_nchw_adaptive_max_pool2d_planes_equal_torch(size, kind):
+    x = _data(kind, (2, 6, 14, 8) if size == (4, 2) else (2, 6, 14, 14), layout=torch.contiguous_format)
     _max_both(_adaptive, _adaptive_torch, x, (size,), {})
 
 

@@ -8,11 +8,13 @@ indices, gradient and memory format, and touch the input only through:
 * max pools: ``gather`` (one per call, on the input viewed with flattened spatial dims); the
   choice of the gathered element is computed without gradient from the detached input, in its
   channels-last (N, S, C) layout and in cache-sized chunks (``index_select`` of the windows,
-  ``amax``, the first element equal to it, integer look-ups). For channels_last 2-D input
-  (outside tracing) the windows are strided views instead: ``maximum`` of the window positions'
-  views, then per position ``eq`` + ``lerp`` for the first element equal to the maximum (see
-  ``_pool_max_views``); without a gradient, and with no output 0 or NaN, the maximum itself is
-  the result (no ``gather``);
+  ``amax``, the first element equal to it, integer look-ups). For channels_last or contiguous
+  NCHW 2-D input (outside tracing) the windows are strided views instead: ``maximum`` of the
+  window positions' views, then per position ``eq`` + ``lerp`` for the first element equal to
+  the maximum (see ``_pool_max_views``); without a gradient, and with no output 0 or NaN, the
+  maximum itself is the result (no ``gather``). NCHW input runs as (N * C, 1, H, W): planes of
+  one channel, each a channels_last image (torch's own NCHW max pool kernel is 4-9x slower than
+  this ``maximum`` of views);
 * average pools: ``matmul`` with 0/1 window matrices per spatial axis, then a division by
   torch's divisor (a constant tensor), in float32 for float16 / bfloat16 input. channels_last
   input whose windows tile the axes sums views instead (the parts of ``unbind`` added, or
@@ -664,6 +666,7 @@ class _PoolViewPlan(NamedTuple):
     base: torch.Tensor  # (Ho, Wo, C) code dtype: flat (N, H*W*C) index of each window's start
     offsets: Tuple[torch.Tensor, ...]  # 0-d code tensors, row-major over the window positions
     code: torch.dtype  # float32 when flat indices are exact in it, else float64
+    planes: bool  # a contiguous NCHW input, run as (N * C, 1, H, W): channels_last planes of 1 channel
 
 
 @lru_cache(maxsize=64)
@@ -676,6 +679,7 @@ def _pool_view_plan(
     padding: Tuple[int, ...],
     dilation: Tuple[int, ...],
     device: torch.device,
+    planes: bool = False,
 ) -> Optional[_PoolViewPlan]:
     """The window positions of a 2-D max pool as strided views of the (N, H, W, C) input: per
     axis and position ``t``, the outputs whose element ``o * s - p + t * d`` is inside the
@@ -704,7 +708,7 @@ def _pool_view_plan(
         for a in axes[0]
         for b in axes[1]
     )
-    return _PoolViewPlan(tuple(axes), tuple(full), base.to(code).to(device), offsets, code)
+    return _PoolViewPlan(tuple(axes), tuple(full), base.to(code).to(device), offsets, code, planes)
 
 
 def _pool_strided(t: torch.Tensor, dims: Sequence[Tuple[int, int, int, int]]) -> torch.Tensor:
@@ -758,9 +762,18 @@ def _pool_max_views(
     where a maximum is NaN, an ascending pass with ``v_t != v_t`` takes the last NaN. Then
     one ``gather`` along the last dim of the (N, H*W*C) view: the gradient path is the same
     single ``gather`` as the table path's."""
+    out_shape = tuple(meta.shape)
+    if plan.planes:  # contiguous NCHW: each channel plane is a channels_last image of 1 channel
+        x = x.reshape(-1, 1, x.shape[2], x.shape[3])
+
+    def finish(t: torch.Tensor) -> torch.Tensor:
+        """(N, Ho, Wo, C) results in the layout torch returns."""
+        if plan.planes:
+            return t.reshape(out_shape)
+        return match_strides(t.permute(0, 3, 1, 2), meta.stride())
+
     n, c = x.shape[0], x.shape[1]
     ax_h, ax_w = plan.axes
-    out_shape = tuple(meta.shape)
     xv = x.detach().permute(0, 2, 3, 1)  # (N, H, W, C)
     need_grad = torch.is_grad_enabled() and x.requires_grad
     with torch.no_grad():
@@ -770,7 +783,7 @@ def _pool_max_views(
             m = y.numel()
             scratch = rows.view(-1)[:m].view(y.shape) if rows.is_contiguous() and rows.numel() >= m else None
             if float(torch.abs(y, out=scratch).amin()) > 0:  # NaN: not > 0
-                return match_strides(y.permute(0, 3, 1, 2), meta.stride())
+                return finish(y)
     with torch.no_grad():
         order = [(i, a, j, b) for i, a in enumerate(ax_h) for j, b in enumerate(ax_w)]
         # the default is the last position when every output has it (no other position equal
@@ -803,21 +816,25 @@ def _pool_max_views(
         if bool(y.sum().isnan()):
             passes(order, torch.ne)  # x != x: the last NaN of the window
         index = acc.add_(plan.base).to(torch.int64).reshape(n, -1)
-    out = x.permute(0, 2, 3, 1).reshape(n, -1).gather(1, index)
-    out = out.reshape(n, out_shape[2], out_shape[3], c).permute(0, 3, 1, 2)
-    out = match_strides(out, meta.stride())
+    out = finish(x.permute(0, 2, 3, 1).reshape(n, -1).gather(1, index).reshape(n, out_shape[2], out_shape[3], c))
     if not return_indices:
         return out
-    spatial = torch.div(index, c, rounding_mode="floor").reshape(n, out_shape[2], out_shape[3], c)
-    return out, match_strides(spatial.permute(0, 3, 1, 2), meta.stride())
+    spatial = index if c == 1 else torch.div(index, c, rounding_mode="floor")
+    return out, finish(spatial.reshape(n, out_shape[2], out_shape[3], c))
 
 
 def _pool_max_view_plan(x: torch.Tensor, meta: torch.Tensor, nd: int, window) -> Optional[_PoolViewPlan]:
     """The strided-view plan for a batched channels_last 2-D ``x`` (``window``: kernel,
     stride, padding, dilation), else None (the table path)."""
-    if nd != 2 or x.dim() != 4 or not _pool_channels_last(x, meta):
+    if nd != 2 or x.dim() != 4 or _pool_tracing():  # a tracer records the table path
         return None
-    key = (tuple(x.shape[-2:]), tuple(meta.shape[-2:]), x.shape[1]) + tuple(window) + (x.device,)
+    if _pool_channels_last(x, meta):
+        channels, planes = x.shape[1], False
+    elif x.is_contiguous() and meta.is_contiguous():
+        channels, planes = 1, True
+    else:
+        return None
+    key = (tuple(x.shape[-2:]), tuple(meta.shape[-2:]), channels) + tuple(window) + (x.device, planes)
     return _pool_constants(_pool_view_plan, *key)
 
 
