@@ -1,13 +1,12 @@
-"""`port-check` / `candle-port check`: report what candle cannot train, without importing torch."""
+"""`port-check` / `candle-port check`: report what candle cannot train, without importing torch
+(or typer: the command line is read by argparse, cli/check_args.py)."""
 
 from __future__ import annotations
 
-from typing import Annotated, Optional
-
-import typer
+import argparse
 
 from candle_port.cache import DEFAULT_CACHE_DIR
-from candle_port.cli import common
+from candle_port.cli import check_args, settings as common
 from candle_port.cli.console import escape
 from candle_port.cli.exit_codes import ExitCode
 from candle_port.cli.progress import progress_factory
@@ -16,38 +15,30 @@ from candle_port.output import OutputFormat
 from candle_port.sources import SourceError, decode_source
 
 
-def check_command(
-    paths: common.Paths = None,
-    select: common.Select = None,
-    ignore: common.Ignore = None,
-    config: common.ConfigPath = None,
-    output_format: common.Format = OutputFormat.TEXT,
-    statistics: Annotated[bool, typer.Option("--statistics", help="Print the number of findings per rule code.", rich_help_panel=common.OUTPUT)] = False,
-    exit_zero: Annotated[bool, typer.Option("--exit-zero", help="Exit 0 even when findings are reported (unreadable files still exit 3).")] = False,
-    stdin_filename: common.StdinFilename = None,
-    no_cache: Annotated[bool, typer.Option("--no-cache", help="Neither read nor write the results cache.", rich_help_panel=common.CONFIGURATION)] = False,
-    cache_dir: Annotated[Optional[str], typer.Option("--cache-dir", help=f"Where to keep the results cache (default: {DEFAULT_CACHE_DIR}).", rich_help_panel=common.CONFIGURATION)] = None,
-    jobs: common.Jobs = None,
-    quiet: common.Quiet = False,
-    version: common.VersionOption = None,
-) -> None:
+def main(argv: list[str], prog: str = "port-check") -> None:
+    """Parse `argv` and check; exits with the command's code (cli/exit_codes.py)."""
+    raise SystemExit(run_check(check_args.parse(argv, prog)))
+
+
+def run_check(options: argparse.Namespace) -> int:
     """Find every construct that candle cannot train (bilinear upsampling, grid_sample, ...)."""
+    paths, quiet, output_format = options.paths, options.quiet, options.output_format
     paths = paths or ["."]
-    settings = common.effective_config(config, paths, select, ignore)
+    settings = common.effective_config(options.config, paths, options.select, options.ignore)
     from candle_port.engine import CheckReport, check_paths
 
     report = CheckReport()
     if "-" in paths:
         if len(paths) > 1:
             common.fail_usage("'-' (stdin) cannot be combined with other paths")
-        report.results.append(_check_stdin(stdin_filename or "<stdin>", settings))
+        report.results.append(_check_stdin(options.stdin_filename or "<stdin>", settings))
         report.files_checked = 1
         report.errors = [r.error for r in report.results if r.error is not None]
     else:
-        directory = None if no_cache else (cache_dir or settings.cache_dir or DEFAULT_CACHE_DIR)
-        report = check_paths(paths, settings, cache_dir=directory, jobs=jobs, progress_factory=progress_factory("Checking"))
+        directory = None if options.no_cache else (options.cache_dir or settings.cache_dir or DEFAULT_CACHE_DIR)
+        report = check_paths(paths, settings, cache_dir=directory, jobs=options.jobs, progress_factory=progress_factory("Checking"))
     findings = report.findings
-    _emit(findings, report, output_format, statistics)
+    _emit(findings, report, output_format, options.statistics)
     stderr = common.stderr_console()
     if output_format is OutputFormat.TEXT:
         from candle_port.output.text import print_file_errors
@@ -60,10 +51,10 @@ def check_command(
 
         stderr.print(summary(findings, report.errors, report.files_checked), highlight=False, markup=False, soft_wrap=True)
     if report.errors:
-        raise typer.Exit(ExitCode.BAD_INPUT)
-    if not exit_zero and any(f.severity is Severity.ERROR for f in findings):
-        raise typer.Exit(ExitCode.FINDINGS)
-    raise typer.Exit(ExitCode.OK)
+        return ExitCode.BAD_INPUT
+    if not options.exit_zero and any(f.severity is Severity.ERROR for f in findings):
+        return ExitCode.FINDINGS
+    return ExitCode.OK
 
 
 def _check_stdin(filename: str, settings) -> FileResult:

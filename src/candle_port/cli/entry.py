@@ -1,25 +1,28 @@
-"""Console-script entry points. port-check imports only what checking needs, to start fast."""
+"""Console-script entry points. port-check imports only what checking needs (not even typer), to
+start fast."""
 
 from __future__ import annotations
 
 import sys
 
-import typer
-
-from candle_port.cli.common import SETTINGS
 from candle_port.cli.exit_codes import ExitCode
 
 
-def single_command_app(command, name: str) -> typer.Typer:
-    """A one-command app: typer runs its only command directly, so `port-check PATH` works."""
+def single_command_app(command, name: str):
+    """A one-command app: typer runs its only command directly, so `port-fix PATH` works."""
+    import typer
+
+    from candle_port.cli.common import SETTINGS
+
     single = typer.Typer(name=name, context_settings=SETTINGS, pretty_exceptions_show_locals=False, add_completion=False)
     single.command(name)(command)
     return single
 
 
-def run(application: typer.Typer, name: str) -> None:
+def run(start, name: str) -> None:
+    """`start()` (a typer app, or a function that exits), with an internal error as one line."""
     try:
-        application(prog_name=name)
+        start(prog_name=name) if hasattr(start, "registered_commands") else start()
     except SystemExit:
         raise
     except KeyboardInterrupt:
@@ -30,9 +33,9 @@ def run(application: typer.Typer, name: str) -> None:
 
 
 def port_check_entry() -> None:
-    from candle_port.cli.check import check_command
+    from candle_port.cli.check import main
 
-    run(single_command_app(check_command, "port-check"), "port-check")
+    run(lambda: main(sys.argv[1:], "port-check"), "port-check")
 
 
 def port_fix_entry() -> None:

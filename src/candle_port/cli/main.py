@@ -5,7 +5,7 @@ from __future__ import annotations
 import typer
 
 from candle_port.cli import common
-from candle_port.cli.check import check_command
+from candle_port.cli import check
 from candle_port.cli.fix import fix_command
 from candle_port.cli.rules import rules_command
 from candle_port.cli.verify import verify_command
@@ -26,7 +26,18 @@ def _main(version: common.VersionOption = None) -> None:
 
 
 # Each command module imports its heavy dependencies (libcst, torch) only when it runs.
-app.command("check")(check_command)
+
+
+@app.command(
+    "check",
+    context_settings={"ignore_unknown_options": True, "allow_extra_args": True, "help_option_names": []},
+    add_help_option=False,
+)
+def _check(ctx: typer.Context) -> None:
+    """Find every construct that candle cannot train (port-check; `candle-port check --help`)."""
+    check.main(list(ctx.args), "candle-port check")  # one parser for both spellings (cli/check_args.py)
+
+
 app.command("fix")(fix_command)
 app.command("verify")(verify_command)
 app.command("rules")(rules_command)

@@ -1,0 +1,77 @@
+"""port-check's command line, read by argparse.
+
+typer and click cost about 50 ms of CPU at every start, a third of a run on a small file
+(pre-commit, editors, CI on a changed file), so the check command parses its arguments with the
+standard library. `candle-port check` hands its arguments to this same parser, so the two spellings
+take the same flags; the help of the options port-fix also takes is shared (settings.HELP).
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from candle_port.cli.settings import HELP
+from candle_port.output import OutputFormat
+
+DEFAULT_CACHE_HELP = "Where to keep the results cache (default: {default})."
+
+
+def _jobs(value: str) -> int:
+    try:
+        jobs = int(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{value!r} is not a whole number") from None
+    if jobs < 1:
+        raise argparse.ArgumentTypeError(f"{jobs} is below 1")
+    return jobs
+
+
+class _Version(argparse.Action):
+    def __init__(self, option_strings, dest, **kwargs) -> None:
+        super().__init__(option_strings, dest, nargs=0, help=HELP["version"])
+
+    def __call__(self, parser, namespace, values, option_string=None) -> None:
+        from candle_port import __version__
+
+        print(f"candle-port {__version__}")
+        parser.exit(0)
+
+
+def parser(prog: str) -> argparse.ArgumentParser:
+    from candle_port.cache import DEFAULT_CACHE_DIR
+
+    p = argparse.ArgumentParser(
+        prog=prog,
+        description="Find every construct that candle cannot train (bilinear upsampling, grid_sample, ...).",
+    )
+    p.add_argument("paths", nargs="*", metavar="PATHS", help=HELP["paths"])
+    p.add_argument("--version", action=_Version)
+    selection = p.add_argument_group("rule selection")
+    selection.add_argument("--select", help=HELP["select"])
+    selection.add_argument("--ignore", help=HELP["ignore"])
+    output = p.add_argument_group("output")
+    output.add_argument(
+        "--output-format",
+        type=str.lower,
+        choices=[f.value for f in OutputFormat],
+        default=OutputFormat.TEXT.value,
+        help=HELP["output_format"] + " (default: text)",
+    )
+    output.add_argument("--statistics", action="store_true", help="Print the number of findings per rule code.")
+    output.add_argument("--exit-zero", action="store_true", help="Exit 0 even when findings are reported (unreadable files still exit 3).")
+    output.add_argument("-q", "--quiet", action="store_true", help=HELP["quiet"])
+    configuration = p.add_argument_group("configuration")
+    configuration.add_argument("--config", type=Path, help=HELP["config"].replace("%", "%%"))
+    configuration.add_argument("--stdin-filename", help=HELP["stdin_filename"])
+    configuration.add_argument("--no-cache", action="store_true", help="Neither read nor write the results cache.")
+    configuration.add_argument("--cache-dir", help=DEFAULT_CACHE_HELP.format(default=DEFAULT_CACHE_DIR))
+    configuration.add_argument("-j", "--jobs", type=_jobs, help=HELP["jobs"])
+    return p
+
+
+def parse(argv: list[str], prog: str) -> argparse.Namespace:
+    """The options, or a usage error (exit 2) as argparse reports it. Options and paths may mix."""
+    options = parser(prog).parse_intermixed_args(argv)
+    options.output_format = OutputFormat(options.output_format)
+    return options

@@ -1,0 +1,96 @@
+"""port-check's command line (cli/check_args.py): argparse, no typer at start, one parser for
+`port-check` and `candle-port check`."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import run_tool
+
+BILINEAR = "import torch.nn.functional as F\ny = F.interpolate(x, scale_factor=2, mode='bilinear')\n"
+NEAREST_FRACTION = "import torch.nn.functional as F\ny = F.interpolate(x, scale_factor=1.5)\n"
+
+
+def port_check(*args: str) -> subprocess.CompletedProcess:
+    """The `port-check` console script's entry point, in a fresh interpreter."""
+    code = f"import sys; from candle_port.cli.entry import port_check_entry; sys.argv = ['port-check', *{list(args)!r}]; port_check_entry()"
+    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+
+
+@pytest.fixture()
+def tree(tmp_path: Path) -> Path:
+    (tmp_path / "a.py").write_text(BILINEAR)
+    (tmp_path / "b.py").write_text(NEAREST_FRACTION)
+    return tmp_path
+
+
+def test_port_check_starts_without_typer_click_or_rich(tree: Path):
+    code = (
+        "import sys; from candle_port.cli.entry import port_check_entry\n"
+        f"sys.argv = ['port-check', '--no-cache', {str(tree / 'a.py')!r}]\n"
+        "try:\n    port_check_entry()\nexcept SystemExit as exit:\n    assert exit.code == 1, exit.code\n"
+        "loaded = [m for m in ('typer', 'click', 'rich') if m in sys.modules]\n"
+        "assert not loaded, loaded\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+
+
+def test_options_and_paths_mix(tree: Path):
+    done = port_check(str(tree / "a.py"), "--select", "CP103", str(tree / "b.py"), "--no-cache")
+    assert done.returncode == 1, done.stderr
+    assert "b.py:2:5: CP103" in done.stdout and "CP101" not in done.stdout
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--output-format", "xml"], "invalid choice: 'xml'"),
+        (["-j", "0"], "0 is below 1"),
+        (["--jobs", "two"], "'two' is not a whole number"),
+        (["--no-such-flag"], "unrecognized arguments: --no-such-flag"),
+    ],
+)
+def test_usage_errors_exit_2_with_one_line(tree: Path, args, message):
+    done = port_check(*args, str(tree / "a.py"))
+    assert done.returncode == 2 and not done.stdout
+    assert message in done.stderr.splitlines()[-1]
+
+
+def test_output_format_is_case_insensitive(tree: Path):
+    done = port_check("--output-format", "JSON", "--no-cache", str(tree / "a.py"))
+    assert done.returncode == 1 and done.stdout.lstrip().startswith(("[", "{"))
+
+
+def test_version():
+    from candle_port import __version__
+
+    done = port_check("--version")
+    assert done.returncode == 0 and done.stdout.strip() == f"candle-port {__version__}"
+
+
+def test_both_spellings_share_one_parser(tree: Path):
+    own = port_check("--help")
+    via_app = run_tool("--help")
+    assert own.returncode == 0 and via_app.returncode == 0
+    assert own.stdout.replace("port-check", "PROG").split() == via_app.stdout.decode().replace("candle-port check", "PROG").split()
+    for flag in ("--select", "--ignore", "--config", "--output-format", "--statistics", "--exit-zero", "--stdin-filename",
+                 "--no-cache", "--cache-dir", "--jobs", "--quiet", "--version"):
+        assert flag in own.stdout
+    done = run_tool(str(tree / "b.py"), "--select", "CP103", "--no-cache", str(tree / "a.py"))
+    assert done.returncode == 1 and b"CP103" in done.stdout and b"CP101" not in done.stdout
+
+
+def test_port_fix_shares_the_option_help():
+    from candle_port.cli import common
+    from candle_port.cli.check_args import parser
+    from candle_port.cli.settings import HELP
+
+    check_help = {a.dest: a.help for a in parser("port-check")._actions}
+    assert check_help["select"] == HELP["select"] and check_help["jobs"] == HELP["jobs"]
+    select = common.Select.__metadata__[0]
+    assert select.help == HELP["select"]
