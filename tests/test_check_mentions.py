@@ -242,6 +242,7 @@ def test_a_project_subclass_built_in_a_file_without_api_names_is_found(tmp_path:
         pytest.param("from torch import nn\np = nn.AdaptiveMaxPool2d(output_size=(1, 1))\n", False, id="global-pool-keyword"),
         pytest.param("from torch import nn\np = nn.AdaptiveAvgPool1d([1])\n", False, id="global-pool-1d"),
         pytest.param("import torch.nn.functional as F\ny = F.adaptive_avg_pool2d(x.h, (1, 1))\n", False, id="global-pool-function"),
+        pytest.param("import torch.nn.functional as F\ny = F.adaptive_max_pool2d_with_indices(x, 1)\n", False, id="global-pool-with-indices"),
         # ...but any other size, a tuple the wrong length, an import, a bare name or an input that
         # is not a plain name is read by the parser.
         pytest.param("from torch import nn\np = nn.AdaptiveAvgPool2d(7)\n", True, id="pool-size-7"),
@@ -268,7 +269,7 @@ def test_the_prefilter_wants_a_whole_api_name(text: str, holds: bool):
         ast.parse(text)
         assert check_text(text, "t.py", Config()).findings == []
         names = {t.string for t in tokenize.generate_tokens(StringIO(text).readline) if t.type == tokenize.NAME}
-        assert not names & API_SHORT_NAMES - {"AdaptiveAvgPool2d", "AdaptiveMaxPool2d", "AdaptiveAvgPool1d", "adaptive_avg_pool2d"}
+        assert not names & API_SHORT_NAMES - {"AdaptiveAvgPool2d", "AdaptiveMaxPool2d", "AdaptiveAvgPool1d", "adaptive_avg_pool2d", "adaptive_max_pool2d_with_indices"}
 
 
 def test_every_api_name_contains_a_fragment():

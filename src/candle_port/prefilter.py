@@ -20,7 +20,7 @@ from __future__ import annotations
 import bisect
 import re
 
-from candle_port.analysis.apis import API_NAME_FRAGMENTS, API_SHORT_NAMES
+from candle_port.analysis.apis import ADAPTIVE_FUNCTIONS, ADAPTIVE_MODULES, API_NAME_FRAGMENTS, API_SHORT_NAMES
 
 _IDENTIFIER_TAIL = re.compile(r"\w*")
 
@@ -53,10 +53,9 @@ _GLOBAL_POOL_ARGUMENTS = {
     for module in (True, False)
     for dims in (1, 2)
 }
+# Each 1-D and 2-D adaptive pool of analysis/apis.py: (a module, its dims), as CP109 reads them.
 _ADAPTIVE_POOLS = {
-    f"{name}{dims}d": (name[0].isupper(), dims)
-    for name in ("AdaptiveAvgPool", "AdaptiveMaxPool", "adaptive_avg_pool", "adaptive_max_pool")
-    for dims in (1, 2)
+    name: (api.is_module, 1 if "1d" in name.lower() else 2) for name, api in {**ADAPTIVE_MODULES, **ADAPTIVE_FUNCTIONS}.items()
 }
 
 
