@@ -6,10 +6,11 @@ from __future__ import annotations
 import argparse
 
 from candle_port.cache import DEFAULT_CACHE_DIR
-from candle_port.cli import check_args, settings as common
+from candle_port.cli import check_args
 from candle_port.cli.console import escape
 from candle_port.cli.exit_codes import ExitCode
 from candle_port.cli.progress import progress_factory
+from candle_port.cli.settings import effective_config, fail_usage, read_stdin_bytes, stderr_console, stdout_console
 from candle_port.findings import FileResult, Severity
 from candle_port.output import OutputFormat
 from candle_port.sources import SourceError, decode_source
@@ -22,15 +23,14 @@ def main(argv: list[str], prog: str = "port-check") -> None:
 
 def run_check(options: argparse.Namespace) -> int:
     """Find every construct that candle cannot train (bilinear upsampling, grid_sample, ...)."""
-    paths, quiet, output_format = options.paths, options.quiet, options.output_format
-    paths = paths or ["."]
-    settings = common.effective_config(options.config, paths, options.select, options.ignore)
+    paths, output_format = options.paths or ["."], options.output_format
+    settings = effective_config(options.config, paths, options.select, options.ignore)
     from candle_port.engine import CheckReport, check_paths
 
     report = CheckReport()
     if "-" in paths:
         if len(paths) > 1:
-            common.fail_usage("'-' (stdin) cannot be combined with other paths")
+            fail_usage("'-' (stdin) cannot be combined with other paths")
         report.results.append(_check_stdin(options.stdin_filename or "<stdin>", settings))
         report.files_checked = 1
         report.errors = [r.error for r in report.results if r.error is not None]
@@ -39,14 +39,14 @@ def run_check(options: argparse.Namespace) -> int:
         report = check_paths(paths, settings, cache_dir=directory, jobs=options.jobs, progress_factory=progress_factory("Checking"))
     findings = report.findings
     _emit(findings, report, output_format, options.statistics)
-    stderr = common.stderr_console()
+    stderr = stderr_console()
     if output_format is OutputFormat.TEXT:
         from candle_port.output.text import print_file_errors
 
         print_file_errors(stderr, report.errors)
     for directory in report.empty_directories:
         stderr.print(f"[yellow]warning[/yellow]: no Python files found under {escape(directory)}", highlight=False, soft_wrap=True)
-    if not quiet:
+    if not options.quiet:
         from candle_port.output.text import summary
 
         stderr.print(summary(findings, report.errors, report.files_checked), highlight=False, markup=False, soft_wrap=True)
@@ -62,14 +62,14 @@ def _check_stdin(filename: str, settings) -> FileResult:
     from candle_port.findings import FileError
 
     try:
-        source = decode_source(common.read_stdin_bytes())
+        source = decode_source(read_stdin_bytes())
     except SourceError as exc:
         return FileResult(filename, error=FileError(filename, str(exc)))
     return check_text(source.text, filename, settings)
 
 
 def _emit(findings, report, output_format: OutputFormat, statistics: bool) -> None:
-    out = common.stdout_console()
+    out = stdout_console()
     if output_format is OutputFormat.TEXT:
         from candle_port.output.text import print_findings, print_statistics
 
@@ -90,4 +90,4 @@ def _emit(findings, report, output_format: OutputFormat, statistics: bool) -> No
     if statistics:
         from candle_port.output.text import print_statistics
 
-        print_statistics(common.stderr_console(), findings)
+        print_statistics(stderr_console(), findings)

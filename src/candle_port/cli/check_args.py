@@ -14,9 +14,6 @@ from pathlib import Path
 from candle_port.cli.settings import HELP
 from candle_port.output import OutputFormat
 
-DEFAULT_CACHE_HELP = "Where to keep the results cache (default: {default})."
-
-
 def _jobs(value: str) -> int:
     try:
         jobs = int(value)
@@ -65,7 +62,7 @@ def parser(prog: str) -> argparse.ArgumentParser:
     configuration.add_argument("--config", type=Path, help=HELP["config"].replace("%", "%%"))
     configuration.add_argument("--stdin-filename", help=HELP["stdin_filename"])
     configuration.add_argument("--no-cache", action="store_true", help="Neither read nor write the results cache.")
-    configuration.add_argument("--cache-dir", help=DEFAULT_CACHE_HELP.format(default=DEFAULT_CACHE_DIR))
+    configuration.add_argument("--cache-dir", help=f"Where to keep the results cache (default: {DEFAULT_CACHE_DIR}).")
     configuration.add_argument("-j", "--jobs", type=_jobs, help=HELP["jobs"])
     return p
 

@@ -7,8 +7,15 @@ from typing import Annotated, Optional
 
 import typer
 
-from candle_port.cli.settings import HELP
-from candle_port.cli.settings import effective_config, fail_usage, read_stdin_bytes, split_codes, stderr_console, stdout_console  # noqa: F401
+from candle_port.cli.settings import (  # noqa: F401  (the typer-free helpers, re-exported for port-fix and rules)
+    HELP,
+    effective_config,
+    fail_usage,
+    read_stdin_bytes,
+    split_codes,
+    stderr_console,
+    stdout_console,
+)
 from candle_port.output import OutputFormat
 
 SETTINGS = {"help_option_names": ["-h", "--help"]}
@@ -59,6 +66,3 @@ VersionOption = Annotated[
     Optional[bool], typer.Option("--version", callback=_version, is_eager=True, help=HELP["version"])
 ]
 
-
-# Shared with port-check, which starts without typer (cli/settings.py).
-__all__ = ["effective_config", "fail_usage", "read_stdin_bytes", "split_codes", "stderr_console", "stdout_console"]

@@ -13,14 +13,13 @@ import re
 import sys
 from typing import TextIO
 
-# rich.markup's own patterns: a tag, and the brackets escape() protects.
+# rich.markup's tag pattern: the backslashes before a tag, and the tag's text between brackets.
 _TAG = re.compile(r"(\\*)\[([a-z#/@][^[]*?)]")
-_TAG_LIKE = re.compile(r"(\\*)(\[[a-z#/@][^[]*?])")
 
 
 def escape(text: str) -> str:
     """Protect `text` from being read as markup; the same result as rich.markup.escape."""
-    text = _TAG_LIKE.sub(lambda m: f"{m.group(1)}{m.group(1)}\\{m.group(2)}", text)
+    text = _TAG.sub(lambda m: f"{m.group(1)}{m.group(1)}\\[{m.group(2)}]", text)
     if text.endswith("\\") and not text.endswith("\\\\"):
         return text + "\\"
     return text

@@ -20,9 +20,9 @@ def single_command_app(command, name: str):
 
 
 def run(start, name: str) -> None:
-    """`start()` (a typer app, or a function that exits), with an internal error as one line."""
+    """`start()`, which exits with the command's code; an internal error becomes one line."""
     try:
-        start(prog_name=name) if hasattr(start, "registered_commands") else start()
+        start()
     except SystemExit:
         raise
     except KeyboardInterrupt:
@@ -41,10 +41,11 @@ def port_check_entry() -> None:
 def port_fix_entry() -> None:
     from candle_port.cli.fix import fix_command
 
-    run(single_command_app(fix_command, "port-fix"), "port-fix")
+    app = single_command_app(fix_command, "port-fix")
+    run(lambda: app(prog_name="port-fix"), "port-fix")
 
 
 def app_entry() -> None:
     from candle_port.cli.main import app
 
-    run(app, "candle-port")
+    run(lambda: app(prog_name="candle-port"), "candle-port")

@@ -4,8 +4,7 @@ from __future__ import annotations
 
 import typer
 
-from candle_port.cli import common
-from candle_port.cli import check
+from candle_port.cli import check, common
 from candle_port.cli.fix import fix_command
 from candle_port.cli.rules import rules_command
 from candle_port.cli.verify import verify_command
@@ -26,8 +25,6 @@ def _main(version: common.VersionOption = None) -> None:
 
 
 # Each command module imports its heavy dependencies (libcst, torch) only when it runs.
-
-
 @app.command(
     "check",
     context_settings={"ignore_unknown_options": True, "allow_extra_args": True, "help_option_names": []},

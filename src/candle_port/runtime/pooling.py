@@ -819,13 +819,14 @@ def _pool_max_views(
     out = finish(x.permute(0, 2, 3, 1).reshape(n, -1).gather(1, index).reshape(n, out_shape[2], out_shape[3], c))
     if not return_indices:
         return out
-    spatial = index if c == 1 else torch.div(index, c, rounding_mode="floor")
+    spatial = torch.div(index, c, rounding_mode="floor")
     return out, finish(spatial.reshape(n, out_shape[2], out_shape[3], c))
 
 
 def _pool_max_view_plan(x: torch.Tensor, meta: torch.Tensor, nd: int, window) -> Optional[_PoolViewPlan]:
-    """The strided-view plan for a batched channels_last 2-D ``x`` (``window``: kernel,
-    stride, padding, dilation), else None (the table path)."""
+    """The strided-view plan for a batched 2-D ``x``, channels_last or contiguous NCHW (run as
+    channel planes), outside tracing (``window``: kernel, stride, padding, dilation); else None
+    (the table path)."""
     if nd != 2 or x.dim() != 4 or _pool_tracing():  # a tracer records the table path
         return None
     if _pool_channels_last(x, meta):
