@@ -88,6 +88,19 @@ def test_prefilter_loses_no_finding(corpus_dir: Path, corpus_findings):
         assert check_module(module, text, str(path), Config()) == [], path
 
 
+def test_left_out_bodies_lose_no_finding(corpus_dir: Path, monkeypatch: pytest.MonkeyPatch):
+    """port-check parses only the bodies a site may need (analysis/relevance.py): on the whole
+    corpus it reports exactly what parsing every body whole reports, and finds the same wrappers."""
+    import candle_port.checker as checker
+
+    partial = check_paths([str(corpus_dir)], Config(), cache_dir=None)
+    monkeypatch.setattr(checker, "_scan_needed_bodies", lambda *args: None)
+    whole = check_paths([str(corpus_dir)], Config(), cache_dir=None)
+    assert [f.to_dict() for f in partial.findings] == [f.to_dict() for f in whole.findings]
+    assert len(whole.findings) > 600
+    assert sorted(map(repr, partial.index.wrappers.values())) == sorted(map(repr, whole.index.wrappers.values()))
+
+
 def test_check_text_equals_check_paths_on_a_sample(corpus_dir: Path, corpus_findings):
     """The engine's parallel path and the plain function agree."""
     for path in sorted(corpus_dir.glob("segmentation_models_pytorch/segmentation_models_pytorch/decoders/*/decoder.py")):

@@ -60,6 +60,8 @@ class ResultCache:
             result = FileResult(raw["path"], parsed=raw.get("parsed", False))
             result.summary = raw.get("summary")
             result.refs = tuple(raw.get("refs") or ())
+            words = raw.get("call_words")
+            result.call_words = frozenset(words) if words is not None else None
             if result.summary is not None and not isinstance(result.summary, dict):
                 return None
             result.findings = [
@@ -81,6 +83,7 @@ class ResultCache:
             "error": vars(result.error) if result.error else None,
             "summary": result.summary,
             "refs": list(result.refs),
+            "call_words": sorted(result.call_words) if result.call_words is not None else None,
         }
         try:
             entry.parent.mkdir(parents=True, exist_ok=True)

@@ -5,6 +5,8 @@ from __future__ import annotations
 import ast
 import warnings
 
+from candle_port.analysis.outline import Outline
+from candle_port.analysis.relevance import Relevance, more_names
 from candle_port.analysis.sites import Scan, Site, scan_module
 from candle_port.config import Config
 from candle_port.findings import FileError, FileResult, Finding, Severity
@@ -144,26 +146,58 @@ def check_text(
     package: str = "",
     module: str = "",
     prefiltered: bool = False,
+    skip_unrelated: bool = False,
 ) -> FileResult:
     """Check one source text; a syntax error becomes the result's `error`.
 
     `index`: the project index (analysis/index.py) of the tree the file is checked in, for names
     defined in other modules; without it, the file's own module constants, enums and wrappers count.
     `prefiltered`: the caller already found that the text may hold a site (engine.check_file).
+    `skip_unrelated`: function bodies that cannot hold a site are not parsed (analysis/
+    relevance.py); the result then keeps the file's call words, for the later pass that checks it
+    again if one of them turns out to be the name of a wrapper the index did not know yet.
     """
     config = config or Config()
     result = FileResult(path)
     if not prefiltered and not may_hold_sites(text) and (index is None or not index.mentioned_in(text)):
         return result
-    tree = parse(text, path)
-    if isinstance(tree, FileError):
-        result.error = tree
-        return result
+    scan = _scan_needed_bodies(text, path, index, package, module) if skip_unrelated else None
+    if scan is not None:
+        from candle_port.analysis.mentions import call_words
+
+        result.call_words = call_words(text)
+    else:
+        tree = parse(text, path)
+        if isinstance(tree, FileError):
+            result.error = tree
+            return result
+        scan = scan_module(tree, text, index, package, module, path)
     result.parsed = True
-    scan = scan_module(tree, text, index, package, module, path)
     result.findings = findings_for_scan(scan, text, path, config) if scan.sites else []
     if scan.summary is not None and not scan.summary.empty():
         result.summary = scan.summary.to_json()
     result.refs = tuple(sorted(scan.refs))
     scan.builder.release()
     return result
+
+
+def _scan_needed_bodies(text: str, path: str, index, package: str, module: str) -> Scan | None:
+    """The scan of `text` with the bodies no site needs left out (analysis/outline.py), or None when
+    every body is needed or the outline cannot be trusted: then the whole text is parsed."""
+    outline = Outline.of(text)
+    if outline is None:
+        return None
+    relevance = Relevance(outline, index.called_names() if index is not None else ())
+    while True:
+        left_out = relevance.left_out()
+        if not left_out:
+            return None
+        tree = parse(outline.skeleton(left_out), path)
+        if isinstance(tree, FileError) or not outline.matches(tree, left_out):
+            return None  # a syntax error is reported from the whole text, at its own line
+        scan = scan_module(tree, text, index, package, module, path)
+        found = more_names(relevance, tree, [name.rpartition(".")[2] for name in scan.wrappers])
+        if not found or not relevance.add(found):
+            return scan
+        scan.builder.release()
+

@@ -70,7 +70,9 @@ def check_file(
     from candle_port.checker import check_text
 
     module, package = module_name_of(path)
-    result = isolated(path, lambda: check_text(source.text, path, config, index, package, module, prefiltered=True))
+    result = isolated(
+        path, lambda: check_text(source.text, path, config, index, package, module, prefiltered=True, skip_unrelated=True)
+    )
     if isinstance(result, FileError):
         return FileResult(path, error=result)  # never cached: a deeper stack or a fix may read it
     if cache is not None and key is not None:
@@ -170,9 +172,12 @@ def check_files_with_index(
                 continue
             if result.parsed:
                 digest = index.digest_for(result.refs)
-                if digest == used.get(i):
+                # Bodies left out of its parse (analysis/relevance.py) may call a new wrapper.
+                unwalked_call = result.call_words is not None and bool(new_names & result.call_words)
+                if digest == used.get(i) and not unwalked_call:
                     continue  # what it refers to says the same as when it was checked
-                digests[files[i]] = digest or ""
+                # Checked again with refs the last check did not see: keyed by the whole index.
+                digests[files[i]] = (index.digest() if unwalked_call else digest) or ""
                 used[i] = digest
                 redo.append(i)
             elif result.call_words is not None and new_names & result.call_words:
@@ -195,7 +200,7 @@ def check_files_with_index(
             if not result.parsed and result.call_words is None:
                 result.call_words = results[i].call_words
             results[i] = result
-            if result.parsed and i not in used:
+            if result.parsed:
                 used[i] = index.digest_for(result.refs)
     return results, index
 

@@ -26,7 +26,7 @@ _IDENTIFIER_TAIL = re.compile(r"\w*")
 
 
 def may_hold_sites(text: str) -> bool:
-    code = _Code(text)
+    code = CodeOffsets(text)
     for fragment in API_NAME_FRAGMENTS:
         at = text.find(fragment)
         while at != -1:
@@ -72,7 +72,7 @@ _QUOTE_OR_HASH = re.compile(r"[#'\"]")
 _PREFIX_LETTERS = frozenset("rRbBuUfF")
 
 
-class _Code:
+class CodeOffsets:
     """Which offsets of a module's text are code, not in a comment or a string literal.
 
     A docstring or comment that says "bilinear interpolate" sent 65 corpus files (2.5 MB) to the

@@ -1,0 +1,150 @@
+"""Which function bodies port-check must parse: those that can hold a site or define what one needs.
+
+A body is needed when its text (decorators to last line) names an API (API_SHORT_NAMES), the
+project index's wrappers or API subclasses (`project_names`, in a later pass), `global` (it may
+rebind a module name, which decides whether that name is a constant), or a name of this module
+that leads to a site:
+
+- a class whose bases name one (a subclass of an API: constructing it is a site), found here;
+- a module-level name bound by a statement that names one (`up = F.interpolate`), and a wrapper
+  defined in this module (its calls are sites): both known only once the kept code is parsed and
+  scanned, so the caller adds them with `more_names` and asks again (checker.py);
+- for a needed method, the methods of its class that assign a `self.` attribute it uses (a
+  finding says where `self.mode` comes from; a class whose `__init__` keeps its `mode` parameter
+  is a wrapper).
+
+Every other body of a module-level function or of a method of a module-level class is left out
+(outline.py). What a body left out calls in another module (a wrapper the first pass does not know
+yet) is handled as for a file the first pass did not parse (engine.py): the result keeps the file's
+call words, and a later pass checks it again when a new wrapper's name is among them.
+tests/test_corpus_truth.py proves on the real corpus that the findings are those of a whole parse.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+
+from candle_port.analysis.apis import API_SHORT_NAMES
+from candle_port.analysis.outline import Outline, Unit
+
+_SELF_ATTRIBUTE = re.compile(r"self\s*\.\s*([A-Za-z_]\w*)")
+_SELF_ASSIGNMENT = re.compile(r"self\s*\.\s*([A-Za-z_]\w*)\s*(?::[^=\n]*)?=(?!=)")
+
+
+class Relevance:
+    """The needed units of one outline for a set of names, grown as names are found."""
+
+    def __init__(self, outline: Outline, project_names=()) -> None:
+        self.outline = outline
+        self.names: set[str] = set()
+        self.needed: set[int] = set()  # ids of needed units (module-level defs and methods)
+        self.module_hits: list[int] = []  # offsets of names in module-level code (not in a def)
+        self._assigned: dict[int, set[str]] = {}  # method id -> `self.` attributes it assigns
+        self.add(API_SHORT_NAMES | frozenset(project_names) | {"global"})
+
+    def add(self, names) -> bool:
+        """Mark what `names` make needed; whether a unit became needed."""
+        before = len(self.needed)
+        pending = set(names) - self.names
+        while pending:
+            self.names |= pending
+            found: set[str] = set()
+            for offset in _occurrences(self.outline.text, pending):
+                found |= self._mark(offset)
+            pending = found - self.names
+        return len(self.needed) != before
+
+    def left_out(self) -> list[Unit]:
+        """The units whose bodies need not be parsed."""
+        out = []
+        for unit in self.outline.units:
+            if unit.is_class:
+                out.extend(m for m in unit.methods if m.body_line and id(m) not in self.needed)
+            elif unit.body_line and id(unit) not in self.needed:
+                out.append(unit)
+        return out
+
+    def _mark(self, offset: int) -> set[str]:
+        unit, method = self.outline.unit_at(offset)
+        if unit is None:
+            self.module_hits.append(offset)
+            return set()
+        if method is not None:
+            self._need_method(unit, method)
+            return set()
+        if not unit.is_class:
+            self.needed.add(id(unit))
+            return set()
+        if not unit.body_line or self.outline.line_of(offset) < unit.body_line:
+            return {unit.name}  # in its bases: a subclass of what the name stands for
+        return set()  # a class-level statement: always parsed
+
+    def _need_method(self, cls: Unit, method: Unit) -> None:
+        if id(method) in self.needed:
+            return
+        self.needed.add(id(method))
+        start, end = self.outline.span(method)
+        used = set(_SELF_ATTRIBUTE.findall(self.outline.text, start, end))
+        if not used:
+            return
+        for sibling in cls.methods:
+            if id(sibling) not in self.needed and self._assigns(sibling) & used:
+                self.needed.add(id(sibling))
+
+    def _assigns(self, method: Unit) -> set[str]:
+        found = self._assigned.get(id(method))
+        if found is None:
+            start, end = self.outline.span(method)
+            found = self._assigned[id(method)] = set(_SELF_ASSIGNMENT.findall(self.outline.text, start, end))
+        return found
+
+
+def more_names(relevance: Relevance, tree: ast.Module, wrappers) -> set[str]:
+    """Names found once the kept code is parsed: what module-level statements naming a known name
+    bind (`up = F.interpolate`, `from torch.nn.functional import interpolate as resize`), and the
+    names this module's wrappers are called by (`wrappers`: their qualified names' last parts)."""
+    names = set(wrappers)
+    hits = sorted(relevance.outline.line_of(offset) for offset in relevance.module_hits)
+    if hits:
+        import bisect
+
+        for statement in tree.body:
+            if isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                continue
+            i = bisect.bisect_left(hits, statement.lineno)
+            if i < len(hits) and hits[i] <= (statement.end_lineno or statement.lineno):
+                names |= _bound_names(statement, relevance.names)
+    return names - relevance.names
+
+
+def _occurrences(text: str, words) -> list[int]:
+    """Where each of `words` is written as a whole identifier (a substring search per word: C
+    speed, where one regex alternation of them tests every offset)."""
+    out: list[int] = []
+    for word in words:
+        at = text.find(word)
+        while at != -1:
+            end = at + len(word)
+            if not (at and _identifier_char(text[at - 1])) and not (end < len(text) and _identifier_char(text[end])):
+                out.append(at)
+            at = text.find(word, end)
+    return out
+
+
+def _identifier_char(char: str) -> bool:
+    return char.isalnum() or char == "_"
+
+
+def _bound_names(statement: ast.stmt, known: set[str]) -> set[str]:
+    """Every name a module-level statement may bind to what it names: its targets, defs and
+    classes, and the names it imports a known name as (`interpolate as up`)."""
+    names: set[str] = set()
+    for node in ast.walk(statement):
+        if isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Load):
+            names.add(node.id)
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            names.add(node.name)
+        elif isinstance(node, ast.alias) and node.name.rpartition(".")[2] in known:
+            names.add(node.asname or node.name)
+    return names
