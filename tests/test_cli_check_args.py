@@ -40,6 +40,21 @@ def test_port_check_starts_without_typer_click_or_rich(tree: Path):
     assert done.returncode == 0, done.stderr
 
 
+def test_port_check_forks_its_workers_without_a_process_pool(tree: Path):
+    """No concurrent.futures or multiprocessing (about 30 ms of imports; forked.py does the work),
+    no tempfile without a cache, no TOML parser where no pyproject.toml names candle-port."""
+    (tree / "pyproject.toml").write_text('[project]\nname = "user-project"\n')
+    code = (
+        "import sys; from candle_port.cli.entry import port_check_entry\n"
+        f"sys.argv = ['port-check', '--no-cache', {str(tree)!r}]\n"
+        "try:\n    port_check_entry()\nexcept SystemExit as exit:\n    assert exit.code == 1, exit.code\n"
+        "loaded = [m for m in ('concurrent.futures', 'multiprocessing', 'tempfile', 'tomllib') if m in sys.modules]\n"
+        "assert not loaded, loaded\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300, cwd=tree)
+    assert done.returncode == 0, done.stderr
+
+
 def test_options_and_paths_mix(tree: Path):
     done = port_check(str(tree / "a.py"), "--select", "CP103", str(tree / "b.py"), "--no-cache")
     assert done.returncode == 1, done.stderr

@@ -7,7 +7,7 @@ import signal
 
 from candle_port.config import Config
 from candle_port.engine import check_paths
-from candle_port.parallel import map_files
+from candle_port.parallel import Interrupted, map_files
 
 BILINEAR = "import torch.nn.functional as F\ny = F.interpolate(x, scale_factor=2, mode='bilinear')\n"
 
@@ -32,6 +32,57 @@ def test_two_poisoned_files_both_found():
     files = [f"f{i:03}.py" for i in range(60)]
     results = map_files(_crash_on_poison, files, ("9.py",), jobs=2, on_crash=lambda p, cause: f"crashed {p}")
     assert results == [f"crashed {p}" if p.endswith("9.py") else f"ok {p}" for p in files]
+
+
+def _pid_per_file(args):
+    return [os.getpid() for _ in args[0]]
+
+
+def test_every_worker_is_a_forked_process_and_results_come_back_in_order():
+    files = [f"f{i:03}.py" for i in range(200)]
+    pids = map_files(_pid_per_file, files, (), jobs=2, on_crash=lambda p, cause: None)
+    assert len(pids) == len(files) and os.getpid() not in pids and len(set(pids)) == 2
+
+
+def _slow(args):
+    import time
+
+    time.sleep(0.05)
+    return [f"ok {p}" for p in args[0]]
+
+
+def test_ctrl_c_stops_the_workers_and_keeps_what_was_sent():
+    files = [f"f{i:03}.py" for i in range(40)]
+    seen = []
+
+    def progress(n):
+        seen.append(n)
+        if len(seen) == 3:
+            raise KeyboardInterrupt
+
+    try:
+        map_files(_slow, files, (), jobs=1, progress=progress, on_crash=lambda p, cause: None)
+    except Interrupted as stop:
+        assert stop.results == [f"ok {p}" for p in files[:3]]
+    else:
+        raise AssertionError("not interrupted")
+
+
+def _raise_on(args):
+    paths, marker = args
+    if marker in paths:
+        raise ValueError(f"bug on {marker}")
+    return list(paths)
+
+
+def test_an_exception_in_the_work_reaches_the_caller():
+    files = [f"f{i:03}.py" for i in range(60)]
+    try:
+        map_files(_raise_on, files, ("f041.py",), jobs=2, on_crash=lambda p, cause: None)
+    except ValueError as exc:
+        assert "bug on f041.py" in str(exc)
+    else:
+        raise AssertionError("the exception was lost")
 
 
 def test_deeply_nested_brackets_never_reach_libcst(tmp_path):

@@ -10,9 +10,9 @@ directory never see a half-written entry; an unreadable entry is simply a miss.
 from __future__ import annotations
 
 import hashlib
+import itertools
 import json
 import os
-import tempfile
 from pathlib import Path
 
 from candle_port import __version__
@@ -85,15 +85,25 @@ class ResultCache:
             "refs": list(result.refs),
             "call_words": sorted(result.call_words) if result.call_words is not None else None,
         }
+        # A name no other writer uses (this process, a counter), created exclusively: what
+        # tempfile.mkstemp does, without importing tempfile in every worker.
+        tmp = entry.with_name(f"{entry.name}.{os.getpid()}.{next(_WRITES)}.tmp")
         try:
             entry.parent.mkdir(parents=True, exist_ok=True)
             _ensure_gitignore(self.directory)
-            fd, tmp = tempfile.mkstemp(dir=entry.parent, suffix=".tmp")
+            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
             with os.fdopen(fd, "w", encoding="utf-8") as handle:
                 json.dump(payload, handle)
             os.replace(tmp, entry)
         except OSError:
-            pass  # a cache that cannot be written is only a slower run
+            try:
+                os.unlink(tmp)
+            except OSError:
+                pass
+            # a cache that cannot be written is only a slower run
+
+
+_WRITES = itertools.count()
 
 
 def _finding_fields(finding: Finding) -> dict:

@@ -12,7 +12,6 @@ import hashlib
 import json
 import os
 import re
-import tomllib
 from dataclasses import dataclass, field, replace
 from pathlib import Path, PurePath
 
@@ -169,20 +168,27 @@ def _matches(candidates: set[str], pattern: str) -> bool:
 def find_config_file(start: Path) -> Path | None:
     """The nearest pyproject.toml at or above `start` that has a [tool.candle-port] table.
 
-    ConfigError for any pyproject.toml on the way that does not parse (it might hold the table).
+    ConfigError for any pyproject.toml on the way that names candle-port and does not parse (it
+    might hold the table); one that never names it cannot, and is not parsed.
     """
     start = start.resolve()
     for directory in (start, *start.parents) if start.is_dir() else (start.parent, *start.parent.parents):
         candidate = directory / "pyproject.toml"
         if candidate.is_file():
             try:
-                data = tomllib.loads(candidate.read_text(encoding="utf-8"))
+                text = candidate.read_text(encoding="utf-8")
+            except (OSError, UnicodeDecodeError) as exc:
+                raise ConfigError(f"{candidate}: cannot read: {exc}") from None
+            if "candle-port" not in text:
+                continue  # cannot hold the table: not parsed (most projects' pyproject.toml)
+            import tomllib
+
+            try:
+                data = tomllib.loads(text)
             except tomllib.TOMLDecodeError as exc:
                 # Skipping it would drop its exclude and strategy silently, and port-fix would
                 # rewrite what the user excluded: a broken pyproject.toml stops the run (exit 2).
                 raise ConfigError(f"{candidate}: invalid TOML: {exc}") from None
-            except (OSError, UnicodeDecodeError) as exc:
-                raise ConfigError(f"{candidate}: cannot read: {exc}") from None
             if "candle-port" in data.get("tool", {}):
                 return candidate
     return None
@@ -194,6 +200,8 @@ def load_config(path: Path | None = None, start: Path | None = None) -> Config:
         path = find_config_file(start or Path.cwd())
         if path is None:
             return Config()
+    import tomllib
+
     try:
         data = tomllib.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError:

@@ -27,23 +27,27 @@ mid-write), and Interrupted carries every result obtained, the journal's include
 can say what was already written. call_in_worker runs one call (port-fix's stdin) the same way.
 Workers die with the main process (Linux: PR_SET_PDEATHSIG), so a killed run leaves none hung.
 Elsewhere (Windows, macOS) a one-process run stays in-process.
+
+On Linux a run without a journal (port-check) forks its workers itself (forked.py: no process
+pool, whose imports alone cost about 30 ms); a worker that dies leaves its unsent chunks, whose
+files are then run one at a time as above. Ctrl-C there stops the workers at once (they write
+nothing) and Interrupted carries the results already sent.
 """
 
 from __future__ import annotations
 
 import ctypes
+import functools
 import itertools
-import multiprocessing
 import os
 import pickle
-import shutil
 import signal
 import sys
-import tempfile
 import time
-from concurrent.futures import ProcessPoolExecutor, wait
-from concurrent.futures.process import BrokenProcessPool
-from typing import Callable, Sequence, TypeVar
+from typing import TYPE_CHECKING, Callable, Sequence, TypeVar
+
+if TYPE_CHECKING:
+    from concurrent.futures import ProcessPoolExecutor
 
 try:
     import resource
@@ -167,6 +171,8 @@ def note(path: str, record: object) -> bool:
 
 def _new_journal() -> str | None:
     """A private directory for a run's journal; None (no recovery) if the temporary directory cannot be written."""
+    import tempfile
+
     try:
         return tempfile.mkdtemp(prefix=JOURNAL_PREFIX)
     except OSError:
@@ -234,6 +240,11 @@ def workers_inherit_memory() -> bool:
 def _pool(workers: int) -> ProcessPoolExecutor:
     # fork on Linux whatever the default (forkserver from Python 3.14): workers start in
     # milliseconds, with the command's state, and a one-process run can afford its worker.
+    # Imported here: a run without a journal forks its workers itself (forked.py) and never
+    # needs the pool, whose imports are about 30 ms.
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+
     context = multiprocessing.get_context("fork") if _can_fork() else None
     return ProcessPoolExecutor(max_workers=workers, initializer=_worker_init, mp_context=context)
 
@@ -291,9 +302,14 @@ def map_files(
     # More workers than chunks or than a few per core gains nothing; a huge -j (fork starts them
     # all at once) would exhaust the process table or overflow.
     workers = max(1, min(jobs, len(chunks), 4 * (os.cpu_count() or 1))) if parallel else 1
+    first = [i * size for i in range(len(chunks))]  # index of each chunk's first file
+    if recover is None and not per_file and _can_fork():
+        return _map_forked(work, files, args, chunks, first, workers, progress, on_crash)
+    from concurrent.futures import wait
+    from concurrent.futures.process import BrokenProcessPool
+
     journal = _new_journal() if recover is not None else None
     results: dict[int, T] = {}  # by index in `files`
-    first = [i * size for i in range(len(chunks))]  # index of each chunk's first file
     stored: set[int] = set()
 
     def store(c: int, chunk_results: list[T]) -> None:
@@ -349,7 +365,37 @@ def map_files(
         if pool is not None:
             pool.shutdown(wait=True, cancel_futures=True)
         if journal is not None:
+            import shutil
+
             shutil.rmtree(journal, ignore_errors=True)
+    return [results[k] for k in range(len(files))]
+
+
+def _map_forked(work, files: Sequence[str], args: tuple, chunks: list, first: list[int], workers: int, progress, on_crash) -> list:
+    """map_files without a journal: workers forked directly (forked.py), no process pool."""
+    from candle_port.forked import run_forked
+
+    results: dict[int, object] = {}
+
+    def store(c: int, chunk_results: list) -> None:
+        results.update(enumerate(chunk_results, start=first[c]))
+        if progress:
+            progress(len(chunk_results))
+
+    try:
+        lost = run_forked(functools.partial(_run_limited, work), chunks, workers, _worker_init, store)
+    except KeyboardInterrupt:
+        raise Interrupted([results[k] for k in sorted(results)]) from None
+    if lost:
+        if on_crash is None:
+            from concurrent.futures.process import BrokenProcessPool
+
+            raise BrokenProcessPool(f"a worker died ({death_cause(next(iter(lost.values())))})")
+        remaining = [k for k in range(len(files)) if k not in results]
+        try:
+            _one_by_one(work, files, remaining, args, progress, on_crash, results)
+        except KeyboardInterrupt:
+            raise Interrupted([results[k] for k in sorted(results)]) from None
     return [results[k] for k in range(len(files))]
 
 
@@ -361,6 +407,8 @@ def call_in_worker(work: Callable[..., T], args: tuple, on_crash: Callable[[str]
     """
     if not _can_fork():
         return work(*args)
+    from concurrent.futures.process import BrokenProcessPool
+
     pool = _pool(1)
     try:
         future = pool.submit(_call_limited, work, args)
@@ -423,6 +471,8 @@ def _one_by_one(work, files, indices: list[int], args: tuple, progress, on_crash
     A file whose worker died after journaling a write that happened (it was written, then the
     worker was killed) gets its recovered result, not `on_crash`'s.
     """
+    from concurrent.futures.process import BrokenProcessPool
+
     pool = _pool(1)
     try:
         for k in indices:
