@@ -6,7 +6,7 @@ import ast
 import warnings
 
 from candle_port.analysis.outline import Outline
-from candle_port.analysis.relevance import Relevance, more_names
+from candle_port.analysis.relevance import Relevance, more_names, recheck_names
 from candle_port.analysis.sites import Scan, Site, scan_module
 from candle_port.config import Config
 from candle_port.findings import FileError, FileResult, Finding, Severity
@@ -161,11 +161,9 @@ def check_text(
     result = FileResult(path)
     if not prefiltered and not may_hold_sites(text) and (index is None or not index.mentioned_in(text)):
         return result
-    scan = _scan_needed_bodies(text, path, index, package, module) if skip_unrelated else None
-    if scan is not None:
-        from candle_port.analysis.mentions import call_words
-
-        result.call_words = call_words(text)
+    needed = _scan_needed_bodies(text, path, index, package, module) if skip_unrelated else None
+    if needed is not None:
+        scan, result.call_words = needed
     else:
         tree = parse(text, path)
         if isinstance(tree, FileError):
@@ -181,9 +179,11 @@ def check_text(
     return result
 
 
-def _scan_needed_bodies(text: str, path: str, index, package: str, module: str) -> Scan | None:
-    """The scan of `text` with the bodies no site needs left out (analysis/outline.py), or None when
-    every body is needed or the outline cannot be trusted: then the whole text is parsed."""
+def _scan_needed_bodies(text: str, path: str, index, package: str, module: str) -> tuple[Scan, frozenset[str]] | None:
+    """The scan of `text` with the bodies no site needs left out (analysis/outline.py), and every
+    name those bodies mention (a later pass checks the file again if one becomes a wrapper's or a
+    project subclass's name); None when every body is needed or the outline cannot be trusted:
+    then the whole text is parsed."""
     outline = Outline.of(text)
     if outline is None:
         return None
@@ -198,6 +198,6 @@ def _scan_needed_bodies(text: str, path: str, index, package: str, module: str) 
         scan = scan_module(tree, text, index, package, module, path)
         found = more_names(relevance, tree, [name.rpartition(".")[2] for name in scan.wrappers])
         if not found or not relevance.add(found):
-            return scan
+            return scan, recheck_names(outline, tree, left_out)
         scan.builder.release()
 

@@ -27,6 +27,7 @@ from candle_port.prefilter import CodeOffsets
 
 _STATEMENT_AT_COLUMN_0 = re.compile(r"^[^\s#]", re.M)
 _INDENTED_STATEMENT = re.compile(r"^([ \t]+)[^\s#]", re.M)
+_IDENTIFIER = re.compile(r"[^\W\d]\w*")
 _DEF = re.compile(r"(?:async[ \t]+)?def[ \t]")
 _CLASS = re.compile(r"class[ \t]")
 _NAME = re.compile(r"(?:async[ \t]+)?(?:def|class)[ \t]+(\w+)")
@@ -106,6 +107,20 @@ class Outline:
             at = end
         pieces.append(self.text[at:])
         return "".join(pieces)
+
+    def names_in(self, units: list[Unit]) -> frozenset[str]:
+        """Every identifier written in the bodies of `units` (keywords too: harmless)."""
+        names: set[str] = set()
+        for unit in units:
+            start = self.line_starts[unit.body_line - 1]
+            _, end = self.span(unit)
+            names.update(_IDENTIFIER.findall(self.text, start, end))
+        return frozenset(names)
+
+    def names_on_lines(self, first: int, last: int) -> set[str]:
+        """Every identifier written on lines `first` to `last`."""
+        end = self.line_starts[last] if last < len(self.line_starts) else len(self.text)
+        return set(_IDENTIFIER.findall(self.text, self.line_starts[first - 1], end))
 
     def matches(self, tree: ast.Module, left_out: list[Unit]) -> bool:
         """Whether the parsed skeleton has each left-out body where the outline put it."""

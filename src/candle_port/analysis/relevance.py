@@ -118,6 +118,31 @@ def more_names(relevance: Relevance, tree: ast.Module, wrappers) -> set[str]:
     return names - relevance.names
 
 
+def recheck_names(outline: Outline, tree: ast.Module, left_out: list[Unit]) -> frozenset[str]:
+    """The names that, once the project index says one is a wrapper's or an API subclass's name,
+    may make a body left out needed: every name those bodies mention, and every name written in a
+    module-level statement or class header that binds one of those (`up = resize` at module level,
+    `up(...)` in a body left out)."""
+    names = set(outline.names_in(left_out))
+    for statement in tree.body:
+        if isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            continue
+        if isinstance(statement, (ast.Import, ast.ImportFrom)):  # each name on its own
+            for alias in statement.names:
+                if (alias.asname or alias.name.partition(".")[0]) in names:
+                    names.add(alias.name.rpartition(".")[2])
+            continue
+        if isinstance(statement, ast.ClassDef):
+            bound = {statement.name}
+            last = max(statement.lineno, statement.body[0].lineno - 1)
+        else:
+            bound = _bound_names(statement, None)
+            last = statement.end_lineno or statement.lineno
+        if bound & names:
+            names |= outline.names_on_lines(statement.lineno, last)
+    return frozenset(names)
+
+
 def _occurrences(text: str, words) -> list[int]:
     """Where each of `words` is written as a whole identifier (a substring search per word: C
     speed, where one regex alternation of them tests every offset)."""
@@ -136,15 +161,15 @@ def _identifier_char(char: str) -> bool:
     return char.isalnum() or char == "_"
 
 
-def _bound_names(statement: ast.stmt, known: set[str]) -> set[str]:
+def _bound_names(statement: ast.stmt, known: set[str] | None) -> set[str]:
     """Every name a module-level statement may bind to what it names: its targets, defs and
-    classes, and the names it imports a known name as (`interpolate as up`)."""
+    classes, and the names it imports a known name as (`interpolate as up`; None: any name)."""
     names: set[str] = set()
     for node in ast.walk(statement):
         if isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Load):
             names.add(node.id)
         elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
             names.add(node.name)
-        elif isinstance(node, ast.alias) and node.name.rpartition(".")[2] in known:
-            names.add(node.asname or node.name)
+        elif isinstance(node, ast.alias) and (known is None or node.name.rpartition(".")[2] in known):
+            names.add(node.asname or node.name.partition(".")[0])
     return names
