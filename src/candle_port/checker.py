@@ -198,6 +198,6 @@ def _scan_needed_bodies(text: str, path: str, index, package: str, module: str) 
         scan = scan_module(tree, text, index, package, module, path)
         found = more_names(relevance, tree, [name.rpartition(".")[2] for name in scan.wrappers])
         if not found or not relevance.add(found):
-            return scan, recheck_names(outline, tree, left_out)
+            return scan, recheck_names(outline, left_out)
         scan.builder.release()
 

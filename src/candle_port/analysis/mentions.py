@@ -54,16 +54,17 @@ def imported_words(text: str) -> set[str]:
     return words
 
 
-def call_words(text: str) -> frozenset[str]:
+def call_words(text: str, spans=None) -> frozenset[str]:
     """The names `text` could call a wrapper of another module by: every word of its import
     statements, every `.name(` attribute call, and with a star import every `name(` call.
     `may_call` is true only for a name among these, so a file whose words meet no wrapper's name
-    need not be read again when the wrappers are known."""
+    need not be read again when the wrappers are known. `spans`: the (start, end) offsets whose
+    calls count (the parts of a file not analysed); the import statements count everywhere."""
     words = imported_words(text)
-    if "." in text:
-        words.update(_ATTRIBUTE_CALL.findall(text))
-    if "*" in words:  # a star import can bring any name: every name called bare
-        words.update(_BARE_CALL.findall(text))
+    for start, end in spans if spans is not None else [(0, len(text))]:
+        words.update(_ATTRIBUTE_CALL.findall(text, start, end))
+        if "*" in words:  # a star import can bring any name: every name called bare
+            words.update(_BARE_CALL.findall(text, start, end))
     return frozenset(words)
 
 

@@ -1,19 +1,21 @@
-"""A module's functions and methods found in its text, and the module with chosen bodies left out.
+"""A module's functions and methods found in its text, and the module with chosen ones left out.
 
-Parsing is most of port-check's time on a small package, and most of a model file is function
-bodies that name no API. The outline finds, without parsing, every module-level `def` and `class`
-(with its decorators) and every method of such a class: where it starts, where its header ends and
-its body starts, where it ends. `Outline.skeleton` is the text with chosen bodies replaced by one
-`pass` line and blank lines, so every kept line keeps its number and its columns, and CPython's
-parser reads only what is kept.
+Parsing is most of port-check's time on a small package, and most of a model file is functions
+that name no API. The outline finds, without parsing, every module-level `def` and `class` (with
+its decorators) and every method of such a class: where it starts, where its header ends and its
+body starts, where it ends. `Outline.skeleton` is the text with chosen functions replaced by a
+stub (`def name(): pass` on the def line, blank lines for their decorators, header and body), so
+the name is still bound, every kept line keeps its number and its columns, and CPython's parser
+reads only what is kept.
 
 The outline reads lines, not tokens: a statement starts on a line whose first character is at the
 unit's indentation, outside a string (prefilter.CodeOffsets knows where strings and comments are),
-not after a backslash and not inside a header or decorator whose brackets are still open. What it cannot read for sure (a lone carriage return, brackets that do not
-balance in a header) gives no outline, and `Outline.matches` checks the parsed skeleton: each body
-left out must come back as a function at its line whose body is that one `pass`, otherwise the
-caller parses the whole text. A body left out is not parsed, so a syntax error inside it is not
-reported (Python reports it when the module is imported; port-fix parses a file whole).
+not after a backslash and not inside a header or decorator whose brackets are still open. What it
+cannot read for sure (a lone carriage return, brackets that do not balance in a header) gives no
+outline, and `Outline.matches` checks the parsed skeleton: each function left out must come back
+as its stub at its line, otherwise the caller parses the whole text. What is left out is not
+parsed, so a syntax error there is not reported (Python reports it when the module is imported;
+port-fix parses a file whole).
 """
 
 from __future__ import annotations
@@ -27,7 +29,6 @@ from candle_port.prefilter import CodeOffsets
 
 _STATEMENT_AT_COLUMN_0 = re.compile(r"^[^\s#]", re.M)
 _INDENTED_STATEMENT = re.compile(r"^([ \t]+)[^\s#]", re.M)
-_IDENTIFIER = re.compile(r"[^\W\d]\w*")
 _DEF = re.compile(r"(?:async[ \t]+)?def[ \t]")
 _CLASS = re.compile(r"class[ \t]")
 _NAME = re.compile(r"(?:async[ \t]+)?(?:def|class)[ \t]+(\w+)")
@@ -94,36 +95,24 @@ class Outline:
         return self.line_starts[unit.first_line - 1], end
 
     def skeleton(self, left_out: list[Unit]) -> str:
-        """The text with the bodies of `left_out` replaced by `pass` and blank lines."""
+        """The text with each unit of `left_out` (decorators, header and body) replaced by a stub,
+        `def name(): pass` on its def line, and blank lines: the name is still bound there."""
         pieces: list[str] = []
         at = 0
-        for unit in sorted(left_out, key=lambda u: u.body_line):
-            start = self.line_starts[unit.body_line - 1]
-            end = self.line_starts[unit.last_line] if unit.last_line < len(self.line_starts) else len(self.text)
+        for unit in sorted(left_out, key=lambda u: u.first_line):
+            start, end = self.span(unit)
             pieces.append(self.text[at:start])
-            lines = unit.last_line - unit.body_line + 1
-            ends_in_newline = end < len(self.text) or self.text.endswith("\n")
-            pieces.append(f"{unit.indent} pass" + "\n" * (lines if ends_in_newline else lines - 1))
+            before = unit.def_line - unit.first_line
+            after = unit.last_line - unit.def_line
+            if not (end < len(self.text) or self.text.endswith("\n")):
+                after -= 1  # the unit ends the file without a line break
+            pieces.append("\n" * before + f"{unit.indent}def {unit.name}(): pass" + "\n" * (after + 1 if after >= 0 else 0))
             at = end
         pieces.append(self.text[at:])
         return "".join(pieces)
 
-    def names_in(self, units: list[Unit]) -> frozenset[str]:
-        """Every identifier written in the bodies of `units` (keywords too: harmless)."""
-        names: set[str] = set()
-        for unit in units:
-            start = self.line_starts[unit.body_line - 1]
-            _, end = self.span(unit)
-            names.update(_IDENTIFIER.findall(self.text, start, end))
-        return frozenset(names)
-
-    def names_on_lines(self, first: int, last: int) -> set[str]:
-        """Every identifier written on lines `first` to `last`."""
-        end = self.line_starts[last] if last < len(self.line_starts) else len(self.text)
-        return set(_IDENTIFIER.findall(self.text, self.line_starts[first - 1], end))
-
     def matches(self, tree: ast.Module, left_out: list[Unit]) -> bool:
-        """Whether the parsed skeleton has each left-out body where the outline put it."""
+        """Whether the parsed skeleton has each left-out unit's stub where the outline put it."""
         wanted = {u.def_line: u for u in left_out}
         found = 0
         for statement in tree.body:
@@ -135,7 +124,7 @@ class Outline:
                 if unit is None or not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
                     continue
                 body = node.body
-                if node.name != unit.name or len(body) != 1 or not isinstance(body[0], ast.Pass) or body[0].lineno != unit.body_line:
+                if node.name != unit.name or len(body) != 1 or not isinstance(body[0], ast.Pass) or body[0].lineno != unit.def_line:
                     return False
                 found += 1
         return found == len(left_out)

@@ -26,9 +26,12 @@ import ast
 import re
 
 from candle_port.analysis.apis import API_SHORT_NAMES
+from candle_port.analysis.mentions import call_words
 from candle_port.analysis.outline import Outline, Unit
 
 _SELF_ATTRIBUTE = re.compile(r"self\s*\.\s*([A-Za-z_]\w*)")
+_BASES = re.compile(r"\bclass\s+\w+\s*\(([^)]*)\)")
+_NAME = re.compile(r"[A-Za-z_]\w*")
 _SELF_ASSIGNMENT = re.compile(r"self\s*\.\s*([A-Za-z_]\w*)\s*(?::[^=\n]*)?=(?!=)")
 
 
@@ -118,29 +121,19 @@ def more_names(relevance: Relevance, tree: ast.Module, wrappers) -> set[str]:
     return names - relevance.names
 
 
-def recheck_names(outline: Outline, tree: ast.Module, left_out: list[Unit]) -> frozenset[str]:
+def recheck_names(outline: Outline, left_out: list[Unit]) -> frozenset[str]:
     """The names that, once the project index says one is a wrapper's or an API subclass's name,
-    may make a body left out needed: every name those bodies mention, and every name written in a
-    module-level statement or class header that binds one of those (`up = resize` at module level,
-    `up(...)` in a body left out)."""
-    names = set(outline.names_in(left_out))
-    for statement in tree.body:
-        if isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef)):
-            continue
-        if isinstance(statement, (ast.Import, ast.ImportFrom)):  # each name on its own
-            for alias in statement.names:
-                if (alias.asname or alias.name.partition(".")[0]) in names:
-                    names.add(alias.name.rpartition(".")[2])
-            continue
-        if isinstance(statement, ast.ClassDef):
-            bound = {statement.name}
-            last = max(statement.lineno, statement.body[0].lineno - 1)
-        else:
-            bound = _bound_names(statement, None)
-            last = statement.end_lineno or statement.lineno
-        if bound & names:
-            names |= outline.names_on_lines(statement.lineno, last)
-    return frozenset(names)
+    may make a unit left out needed. Another module's wrapper or subclass is reached only through
+    an import (mentions.py): the call words of the units left out (every word of the module's
+    import statements; their `.name(` calls, with a star import their `name(` calls) and their
+    classes' bases. A name they merely mention (kornia's `scale` as a variable) or call but define
+    in this module (timm's 26 models each call their own `checkpoint_filter_fn`) sends no file back."""
+    spans = [outline.span(unit) for unit in left_out]
+    words = set(call_words(outline.text, spans))
+    for start, end in spans:
+        for bases in _BASES.findall(outline.text, start, end):
+            words.update(_NAME.findall(bases))
+    return frozenset(words)
 
 
 def _occurrences(text: str, words) -> list[int]:
