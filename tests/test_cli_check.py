@@ -164,6 +164,18 @@ def test_default_excludes(tmp_path):
     assert run_tool(str(tmp_path / "build")).returncode == 1
 
 
+@pytest.mark.skipif(sys.platform == "win32", reason="symlinks")
+def test_a_file_reached_twice_is_checked_once(tmp_path):
+    """Named again, through a symlink, or through `..`: one file, one finding."""
+    (tmp_path / "pkg").mkdir()
+    (tmp_path / "pkg" / "m.py").write_text(BILINEAR)
+    os.symlink(tmp_path / "pkg" / "m.py", tmp_path / "pkg" / "link.py")
+    items = json.loads(
+        run_tool(str(tmp_path / "pkg"), str(tmp_path / "pkg" / "m.py"), str(tmp_path / "pkg" / ".." / "pkg"), "--output-format", "json").stdout
+    )
+    assert len(items) == 1, items
+
+
 BAD_INPUTS = [
     pytest.param("syntax.py", b"import torch.nn.functional as F\ndef f(:\n    F.interpolate(x)\n", "syntax error", id="syntax-error"),
     pytest.param("latin.py", b"# interpolate\nx = '\xe9\xff'\n", "not valid utf-8", id="non-utf8"),

@@ -44,11 +44,13 @@ def discover(paths: list[str], config: Config) -> Discovery:
     return found
 
 
-def _add(display: str, found: Discovery, seen: set[str]) -> None:
-    try:
-        key = os.path.realpath(display)
-    except OSError:
-        key = display
+def _add(display: str, found: Discovery, seen: set[str], key: str | None = None) -> None:
+    """Add a file once, however it is reached (`key`: its real path, when the caller knows it)."""
+    if key is None:
+        try:
+            key = os.path.realpath(display)
+        except OSError:
+            key = display
     if key not in seen:
         seen.add(key)
         found.files.append(display)
@@ -60,19 +62,26 @@ def _walk(root: str, config: Config, found: Discovery, seen: set[str]) -> None:
 
     for directory, subdirs, names in os.walk(root, onerror=on_error, followlinks=False):
         # Excludes match below the root the user named, so `port-check build/` still checks build/.
-        subdirs[:] = sorted(
-            d for d in subdirs if not config.is_excluded(os.path.relpath(os.path.join(directory, d), root))
-        )
+        # Paths relative to it and real paths are made once per directory, not per file.
+        relative = os.path.relpath(directory, root)
+        below = "" if relative == "." else relative + os.sep
+        subdirs[:] = sorted(d for d in subdirs if not config.is_excluded(below + d))
+        real = None
         for name in sorted(names):
             if not (name.endswith(".py") or name.endswith(".pyi")):
                 continue
             display = os.path.join(directory, name)
-            if config.is_excluded(os.path.relpath(display, root)):
+            if config.is_excluded(below + name):
                 continue
-            if os.path.islink(display) and not os.path.exists(display):
-                try:
-                    os.stat(display)
-                except OSError as exc:
-                    found.errors.append(FileError(display, exc.strerror or str(exc)))
+            if os.path.islink(display):
+                if not os.path.exists(display):
+                    try:
+                        os.stat(display)
+                    except OSError as exc:
+                        found.errors.append(FileError(display, exc.strerror or str(exc)))
+                    continue
+                _add(display, found, seen)  # a link: its own real path
                 continue
-            _add(display, found, seen)
+            if real is None:
+                real = os.path.realpath(directory)
+            _add(display, found, seen, os.path.join(real, name))
