@@ -193,3 +193,31 @@ def test_left_out_bodies_change_nothing_the_engine_reports(tmp_path: Path, monke
     monkeypatch.setattr(checker, "_scan_needed_bodies", lambda *args: None)
     whole = [f.to_dict() for f in check_paths([str(tmp_path)], Config(), cache_dir=None).findings]
     assert partial == whole and len(whole) >= len(NEEDED)
+
+
+def test_a_later_pass_keeps_a_modules_own_wrapper_of_a_wrapper(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    """In a later pass, a project wrapper's name that this module defines itself counts bare only
+    once the scan finds it a local wrapper: `rotate` (calling the local wrapper `_apply`) must stay
+    a wrapper, so that another module's `rotate(x, mode='bilinear')` is reported."""
+    package = tmp_path / "pkg"
+    package.mkdir()
+    (package / "__init__.py").write_text("")
+    (package / "a.py").write_text(
+        "import torch.nn.functional as F\nfrom .b import helper\n"
+        "def _apply(x, grid, mode):\n    return F.grid_sample(x, grid, mode=mode)\n"
+        "def rotate(x, grid, mode='nearest'):\n    return _apply(x, grid, mode)\n"
+        "def other(x):\n    return helper(x, mode='bicubic')\n"
+    )
+    (package / "b.py").write_text(
+        "from torch import nn\nimport torch.nn.functional as F\nfrom .a import rotate\n"
+        "def helper(x, mode='nearest'):\n    return F.interpolate(x, scale_factor=2, mode=mode)\n"
+        "def head():\n    return nn.MaxPool2d(3, 2, 1)\n"
+        "def spin(x, grid):\n    return rotate(x, grid, mode='bilinear')\n"
+    )
+    partial = check_paths([str(package)], Config(), cache_dir=None, jobs=1)
+    monkeypatch.setattr(checker, "_scan_needed_bodies", lambda *args: None)
+    whole = check_paths([str(package)], Config(), cache_dir=None, jobs=1)
+    assert sorted(partial.index.wrappers) == sorted(whole.index.wrappers)
+    assert "pkg.a.rotate" in partial.index.wrappers
+    assert [f.to_dict() for f in partial.findings] == [f.to_dict() for f in whole.findings]
+    assert any(f.path.endswith("b.py") and f.line == 9 and f.code == "CP105" for f in partial.findings)

@@ -26,7 +26,7 @@ import ast
 import re
 
 from candle_port.analysis.apis import API_SHORT_NAMES
-from candle_port.analysis.mentions import call_words
+from candle_port.analysis.mentions import call_words, imported_words
 from candle_port.analysis.outline import Outline, Unit
 
 _SELF_ATTRIBUTE = re.compile(r"self\s*\.\s*([A-Za-z_]\w*)")
@@ -44,10 +44,21 @@ class Relevance:
         self.needed: set[int] = set()  # ids of needed units (module-level defs and methods)
         self.module_hits: list[int] = []  # offsets of names in module-level code (not in a def)
         self._assigned: dict[int, set[str]] = {}  # method id -> `self.` attributes it assigns
-        self.add(API_SHORT_NAMES | frozenset(project_names) | {"global"})
+        # A project name this module defines itself (and does not import): written bare, it is
+        # this module's own function (torchvision's v2 `resize`, `affine`, ... in a file of 138
+        # functions), whose callers the scan finds as local wrappers; only `.name` can be another's.
+        project = frozenset(project_names)
+        own = {u.name for u in outline.units} - imported_words(outline.text)
+        attribute_only = (project & own) - API_SHORT_NAMES
+        text = outline.text
+        found: set[str] = set()
+        for offset in _occurrences(text, attribute_only):
+            if _after_dot(text, offset):
+                found |= self._mark(offset)
+        self.add(found | API_SHORT_NAMES | (project - attribute_only) | {"global"})
 
     def add(self, names) -> bool:
-        """Mark what `names` make needed; whether a unit became needed."""
+        """Mark what `names` make needed (wherever they are written); whether a unit became needed."""
         before = len(self.needed)
         pending = set(names) - self.names
         while pending:
@@ -148,6 +159,14 @@ def _occurrences(text: str, words) -> list[int]:
                 out.append(at)
             at = text.find(word, end)
     return out
+
+
+def _after_dot(text: str, offset: int) -> bool:
+    """Whether the name at `offset` is an attribute (`x.name`, `x. name`)."""
+    at = offset - 1
+    while at >= 0 and text[at] in " \t":
+        at -= 1
+    return at >= 0 and text[at] == "."
 
 
 def _identifier_char(char: str) -> bool:
