@@ -221,3 +221,12 @@ def test_a_later_pass_keeps_a_modules_own_wrapper_of_a_wrapper(tmp_path: Path, m
     assert "pkg.a.rotate" in partial.index.wrappers
     assert [f.to_dict() for f in partial.findings] == [f.to_dict() for f in whole.findings]
     assert any(f.path.endswith("b.py") and f.line == 9 and f.code == "CP105" for f in partial.findings)
+
+
+def test_every_api_name_is_found_through_the_prefilters_fragments():
+    from candle_port.analysis.apis import API_SHORT_NAMES
+    from candle_port.analysis.relevance import _api_occurrences
+
+    text = "".join(f"x = {name}(y)  # {name}_not\n" for name in sorted(API_SHORT_NAMES))
+    found = {text[at : at + 40].split("(")[0] for at in _api_occurrences(text)}
+    assert found == set(API_SHORT_NAMES)
