@@ -78,8 +78,20 @@ def test_the_outline_reads_python_layouts(text: str, left_out: list[str]):
     assert len(skeleton.splitlines()) == len(text.splitlines())
 
 
-def test_a_lone_carriage_return_gives_no_outline():
+def test_a_lone_carriage_return_or_a_form_feed_gives_no_outline():
     assert Outline.of("def f():\r    return 1\r") is None
+    assert Outline.of("def f():\n    return 1\n\x0cdef g():\n    return 2\n") is None
+
+
+def test_a_def_inside_an_f_string_falls_back_to_the_whole_parse():
+    # The outline counts an f-string as code (it may hold code), so the `def` at column 0 inside
+    # it looks like a function: the skeleton does not parse back as planned and the text is parsed whole.
+    text = (
+        "import torch.nn.functional as F\nx = 1\ns = f\"\"\"\ndef fake():\n    {x}\n\"\"\"\n"
+        "def f(y):\n    return F.interpolate(y, mode='bilinear')\ndef g():\n    return 2\n"
+    )
+    partial, whole = _both_ways(text)
+    assert partial == whole and [f["code"] for f in partial] == ["CP101"]
 
 
 def test_a_misread_layout_falls_back_to_the_whole_parse():

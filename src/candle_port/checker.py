@@ -184,7 +184,7 @@ def _scan_needed_bodies(text: str, path: str, index, package: str, module: str) 
     name those bodies mention (a later pass checks the file again if one becomes a wrapper's or a
     project subclass's name); None when every body is needed or the outline cannot be trusted:
     then the whole text is parsed."""
-    outline = Outline.of(text)
+    outline = Outline.of(text) if len(text) <= MAX_PARSE_CHARS else None  # too large: said by parse()
     if outline is None:
         return None
     relevance = Relevance(outline, index.called_names() if index is not None else ())

@@ -33,7 +33,8 @@ _INDENTED_STATEMENT = re.compile(r"^([ \t]+)[^\s#]", re.M)
 _DEF = re.compile(r"(?:async[ \t]+)?def[ \t]")
 _CLASS = re.compile(r"class[ \t]")
 _NAME = re.compile(r"(?:async[ \t]+)?(?:def|class)[ \t]+(\w+)")
-# Where str.splitlines breaks a line but CPython does not ("\r" alone gives no outline at all).
+# Where str.splitlines breaks a line but CPython does not (a form feed may also be indentation):
+# such a text, like one with a lone "\r", gets no outline and is parsed whole.
 _OTHER_BREAKS = re.compile("[\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029]")
 _HEADER_TOKENS = re.compile(r"[()\[\]{}\n]")
 _OPEN, _CLOSE = "([{", ")]}"
@@ -67,6 +68,8 @@ class Outline:
         """The outline of `text`, or None when its lines cannot be read for sure."""
         if "\r" in text and text.count("\r") != text.count("\r\n"):
             return None  # a lone carriage return ends a line for CPython, not for `^` below
+        if _OTHER_BREAKS.search(text) is not None:
+            return None  # a form feed may sit in an indentation; a line break str.splitlines sees
         starts = _line_starts(text)
         reader = _Reader(text, starts)
         units = reader.units_at("", 0, len(text))
@@ -228,16 +231,9 @@ class _Reader:
 
 
 def _line_starts(text: str) -> list[int]:
-    """The offset of each line's first character (after each "\n"; "\r\n" is one break)."""
-    if _OTHER_BREAKS.search(text) is None:  # str.splitlines breaks only where "\n" does: C speed
-        lengths = map(len, text.splitlines(keepends=True))
-        starts = [0, *itertools.accumulate(lengths)]
-        if text and not text.endswith("\n"):
-            starts.pop()  # the end of a last line without a break starts no line
-        return starts
-    starts = [0]
-    at = text.find("\n")
-    while at != -1:
-        starts.append(at + 1)
-        at = text.find("\n", at + 1)
+    """The offset of each line's first character (after each "\n"; "\r\n" is one break): from
+    str.splitlines, which breaks where "\n" does once `Outline.of` has ruled out other breaks."""
+    starts = [0, *itertools.accumulate(map(len, text.splitlines(keepends=True)))]
+    if text and not text.endswith("\n"):
+        starts.pop()  # the end of a last line without a break starts no line
     return starts
