@@ -187,7 +187,8 @@ def _scan_needed_bodies(text: str, path: str, index, package: str, module: str) 
     outline = Outline.of(text) if len(text) <= MAX_PARSE_CHARS else None  # too large: said by parse()
     if outline is None:
         return None
-    relevance = Relevance(outline, index.called_names() if index is not None else ())
+    own = [name[len(module) + 1 :].rpartition(".")[2] for name in index.wrappers if name.startswith(module + ".")] if index is not None else []
+    relevance = Relevance(outline, index.called_names() if index is not None else (), own)
     while True:
         left_out = relevance.left_out()
         if not left_out:

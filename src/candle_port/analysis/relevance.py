@@ -38,7 +38,7 @@ _SELF_ASSIGNMENT = re.compile(r"self\s*\.\s*([A-Za-z_]\w*)\s*(?::[^=\n]*)?=(?!=)
 class Relevance:
     """The needed units of one outline for a set of names, grown as names are found."""
 
-    def __init__(self, outline: Outline, project_names=()) -> None:
+    def __init__(self, outline: Outline, project_names=(), own_wrappers=()) -> None:
         self.outline = outline
         self.names: set[str] = set()
         self.needed: set[int] = set()  # ids of needed units (module-level defs and methods)
@@ -55,7 +55,9 @@ class Relevance:
         for offset in _occurrences(text, attribute_only):
             if _after_dot(text, offset):
                 found |= self._mark(offset)
-        self.add(found | API_SHORT_NAMES | (project - attribute_only) | {"global"})
+        # This module's own wrappers, as an earlier pass found them (`own_wrappers`), count bare:
+        # the skeleton then holds their callers at once, not after another parse.
+        self.add(found | API_SHORT_NAMES | (project - attribute_only) | set(own_wrappers) | {"global"})
 
     def add(self, names) -> bool:
         """Mark what `names` make needed (wherever they are written); whether a unit became needed."""
