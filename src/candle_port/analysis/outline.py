@@ -37,7 +37,7 @@ _NAME = re.compile(r"(?:async[ \t]+)?(?:def|class)[ \t]+(\w+)")
 # such a text, like one with a lone "\r", gets no outline and is parsed whole.
 _OTHER_BREAKS = re.compile("[\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029]")
 _HEADER_TOKENS = re.compile(r"[()\[\]{}\n]")
-_OPEN, _CLOSE = "([{", ")]}"
+_OPEN = "([{"
 
 
 @dataclass(eq=False)

@@ -23,6 +23,7 @@ tests/test_corpus_truth.py proves on the real corpus that the findings are those
 from __future__ import annotations
 
 import ast
+import bisect
 import re
 
 from candle_port.analysis.apis import API_NAME_FRAGMENTS, API_SHORT_NAMES
@@ -126,8 +127,6 @@ def more_names(relevance: Relevance, tree: ast.Module, wrappers) -> set[str]:
     names = set(wrappers)
     hits = sorted(relevance.outline.line_of(offset) for offset in relevance.module_hits)
     if hits:
-        import bisect
-
         for statement in tree.body:
             if isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
                 continue
