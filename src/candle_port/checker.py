@@ -153,9 +153,9 @@ def check_text(
     `index`: the project index (analysis/index.py) of the tree the file is checked in, for names
     defined in other modules; without it, the file's own module constants, enums and wrappers count.
     `prefiltered`: the caller already found that the text may hold a site (engine.check_file).
-    `skip_unrelated`: function bodies that cannot hold a site are not parsed (analysis/
-    relevance.py); the result then keeps the file's call words, for the later pass that checks it
-    again if one of them turns out to be the name of a wrapper the index did not know yet.
+    `skip_unrelated`: functions that cannot hold a site are not parsed (analysis/relevance.py);
+    the result then keeps the words they could reach another module's wrapper by, for the later
+    pass that checks it again if one of them turns out to be a new wrapper's name.
     """
     config = config or Config()
     result = FileResult(path)
@@ -180,15 +180,17 @@ def check_text(
 
 
 def _scan_needed_bodies(text: str, path: str, index, package: str, module: str) -> tuple[Scan, frozenset[str]] | None:
-    """The scan of `text` with the bodies no site needs left out (analysis/outline.py), and every
-    name those bodies mention (a later pass checks the file again if one becomes a wrapper's or a
-    project subclass's name); None when every body is needed or the outline cannot be trusted:
-    then the whole text is parsed."""
+    """The scan of `text` with the functions no site needs left out (analysis/outline.py), and the
+    words those could reach another module's wrapper or subclass by (relevance.recheck_names);
+    None when every function is needed or the outline cannot be trusted: then the whole text is
+    parsed."""
     outline = Outline.of(text) if len(text) <= MAX_PARSE_CHARS else None  # too large: said by parse()
     if outline is None:
         return None
-    own = [name[len(module) + 1 :].rpartition(".")[2] for name in index.wrappers if name.startswith(module + ".")] if index is not None else []
-    relevance = Relevance(outline, index.called_names() if index is not None else (), own)
+    if index is None:
+        relevance = Relevance(outline)
+    else:
+        relevance = Relevance(outline, index.called_names(), index.own_wrapper_names(module))
     while True:
         left_out = relevance.left_out()
         if not left_out:
@@ -197,7 +199,7 @@ def _scan_needed_bodies(text: str, path: str, index, package: str, module: str) 
         if isinstance(tree, FileError) or not outline.matches(tree, left_out):
             return None  # a syntax error is reported from the whole text, at its own line
         scan = scan_module(tree, text, index, package, module, path)
-        found = more_names(relevance, tree, [name.rpartition(".")[2] for name in scan.wrappers])
+        found = more_names(relevance, tree, scan.wrappers)
         if not found or not relevance.add(found):
             return scan, recheck_names(outline, left_out)
         scan.builder.release()

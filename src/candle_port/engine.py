@@ -172,13 +172,12 @@ def check_files_with_index(
                 continue
             if result.parsed:
                 digest = index.digest_for(result.refs)
-                # Bodies left out of its parse (analysis/relevance.py) may call a new wrapper.
-                unwalked_call = result.call_words is not None and bool(new_names & result.call_words)
-                if digest == used.get(i) and not unwalked_call:
+                # Functions left out of its parse (analysis/relevance.py) may call a new wrapper.
+                left_out_call = result.call_words is not None and bool(new_names & result.call_words)
+                if digest == used.get(i) and not left_out_call:
                     continue  # what it refers to says the same as when it was checked
                 # Checked again with refs the last check did not see: keyed by the whole index.
-                digests[files[i]] = (index.digest() if unwalked_call else digest) or ""
-                used[i] = digest
+                digests[files[i]] = (index.digest() if left_out_call else digest) or ""
                 redo.append(i)
             elif result.call_words is not None and new_names & result.call_words:
                 digests[files[i]] = index.digest()

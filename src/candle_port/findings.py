@@ -74,6 +74,7 @@ class FileResult:
     summary: dict | None = None
     refs: tuple[str, ...] = ()
     # For a file the first pass did not parse: the names it may call a wrapper by (analysis/
-    # mentions.call_words); for one parsed with bodies left out (analysis/relevance.py): every name
-    # those bodies mention. A later pass reads it again only when a new wrapper has one of them.
+    # mentions.call_words); for one parsed with functions left out: the same words for those
+    # functions (analysis/relevance.recheck_names). A later pass reads it again only when a new
+    # wrapper has one of them.
     call_words: frozenset[str] | None = None

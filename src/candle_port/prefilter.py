@@ -27,6 +27,13 @@ _IDENTIFIER_TAIL = re.compile(r"\w*")
 
 def may_hold_sites(text: str) -> bool:
     code = CodeOffsets(text)
+    return any(not _global_pool_call(text, name, start, end) and code.holds(start) for start, end, name in api_names(text))
+
+
+def api_names(text: str):
+    """(start, end, name) of each API name written in `text` as a whole identifier, comments and
+    strings included: API_NAME_FRAGMENTS found by substring (fast), then the identifier around
+    each read. In fragment order; a name holding two fragments comes twice."""
     for fragment in API_NAME_FRAGMENTS:
         at = text.find(fragment)
         while at != -1:
@@ -35,10 +42,9 @@ def may_hold_sites(text: str) -> bool:
                 start -= 1
             end = _IDENTIFIER_TAIL.match(text, at + len(fragment)).end()
             name = text[start:end]
-            if name in API_SHORT_NAMES and not _global_pool_call(text, name, start, end) and code.holds(start):
-                return True
+            if name in API_SHORT_NAMES:
+                yield start, end, name
             at = text.find(fragment, end)
-    return False
 
 
 # Output size 1 on every axis, as CP109 reads it (`_is_global`): 1, or a tuple or list of 1s, one per axis.

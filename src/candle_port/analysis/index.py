@@ -587,6 +587,11 @@ class ProjectIndex:
             tails.update(key.rpartition(".")[2] for key in added)
 
     # -- what the checker asks ---------------------------------------------------------------------
+    def own_wrapper_names(self, module: str) -> list[str]:
+        """The names `module`'s own wrappers are called by there: a function's, a class's, a
+        method's (`pkg.mod.Class.resize` -> `resize`)."""
+        return [name.rpartition(".")[2] for name in self.wrappers if name.startswith(module + ".")]
+
     def called_names(self) -> set[str]:
         """The names whose call in another module may be a site: wrappers and project subclasses."""
         return self._wrapper_call_filter().short_names()

@@ -61,9 +61,10 @@ def call_words(text: str, spans=None) -> frozenset[str]:
     need not be read again when the wrappers are known. `spans`: the (start, end) offsets whose
     calls count (the parts of a file not analysed); the import statements count everywhere."""
     words = imported_words(text)
+    star = "*" in words  # a star import can bring any name: every name called bare
     for start, end in spans if spans is not None else [(0, len(text))]:
         words.update(_ATTRIBUTE_CALL.findall(text, start, end))
-        if "*" in words:  # a star import can bring any name: every name called bare
+        if star:
             words.update(_BARE_CALL.findall(text, start, end))
     return frozenset(words)
 

@@ -22,10 +22,10 @@ from __future__ import annotations
 
 import ast
 import bisect
-import itertools
 import re
 from dataclasses import dataclass, field
 
+from candle_port.analysis.values import Source
 from candle_port.prefilter import CodeOffsets
 
 _STATEMENT_AT_COLUMN_0 = re.compile(r"^[^\s#]", re.M)
@@ -33,9 +33,10 @@ _INDENTED_STATEMENT = re.compile(r"^([ \t]+)[^\s#]", re.M)
 _DEF = re.compile(r"(?:async[ \t]+)?def[ \t]")
 _CLASS = re.compile(r"class[ \t]")
 _NAME = re.compile(r"(?:async[ \t]+)?(?:def|class)[ \t]+(\w+)")
-# Where str.splitlines breaks a line but CPython does not (a form feed may also be indentation):
-# such a text, like one with a lone "\r", gets no outline and is parsed whole.
-_OTHER_BREAKS = re.compile("[\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029]")
+# Characters CPython reads as whitespace or as no line break where `^` or an indentation test
+# here could misread a line (a form feed may sit in an indentation): such a text, like one with
+# a lone "\r", gets no outline and is parsed whole.
+_ODD_WHITESPACE = re.compile("[\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029]")
 _HEADER_TOKENS = re.compile(r"[()\[\]{}\n]")
 _OPEN = "([{"
 
@@ -68,9 +69,9 @@ class Outline:
         """The outline of `text`, or None when its lines cannot be read for sure."""
         if "\r" in text and text.count("\r") != text.count("\r\n"):
             return None  # a lone carriage return ends a line for CPython, not for `^` below
-        if _OTHER_BREAKS.search(text) is not None:
-            return None  # a form feed may sit in an indentation; a line break str.splitlines sees
-        starts = _line_starts(text)
+        if _ODD_WHITESPACE.search(text) is not None:
+            return None  # a form feed may sit in an indentation
+        starts = Source(text).starts
         reader = _Reader(text, starts)
         units = reader.units_at("", 0, len(text))
         if units is None:
@@ -228,12 +229,3 @@ class _Reader:
             if depth < 0:
                 return None
         return len(self.text) if depth == 0 else None
-
-
-def _line_starts(text: str) -> list[int]:
-    """The offset of each line's first character (after each "\n"; "\r\n" is one break): from
-    str.splitlines, which breaks where "\n" does once `Outline.of` has ruled out other breaks."""
-    starts = [0, *itertools.accumulate(map(len, text.splitlines(keepends=True)))]
-    if text and not text.endswith("\n"):
-        starts.pop()  # the end of a last line without a break starts no line
-    return starts

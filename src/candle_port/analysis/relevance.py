@@ -26,9 +26,10 @@ import ast
 import bisect
 import re
 
-from candle_port.analysis.apis import API_NAME_FRAGMENTS, API_SHORT_NAMES
+from candle_port.analysis.apis import API_SHORT_NAMES
 from candle_port.analysis.mentions import call_words, imported_words
 from candle_port.analysis.outline import Outline, Unit
+from candle_port.prefilter import api_names
 
 _SELF_ATTRIBUTE = re.compile(r"self\s*\.\s*([A-Za-z_]\w*)")
 _BASES = re.compile(r"\bclass\s+\w+\s*\(([^)]*)\)")
@@ -166,22 +167,9 @@ def _occurrences(text: str, words) -> list[int]:
 
 
 def _api_occurrences(text: str) -> list[int]:
-    """Where an API's name is written as a whole identifier: found by the prefilter's 15 fragments
-    (one substring search each) rather than one search per name (57)."""
-    out: set[int] = set()
-    for fragment in API_NAME_FRAGMENTS:
-        at = text.find(fragment)
-        while at != -1:
-            start = at
-            while start and _identifier_char(text[start - 1]):
-                start -= 1
-            end = at + len(fragment)
-            while end < len(text) and _identifier_char(text[end]):
-                end += 1
-            if text[start:end] in API_SHORT_NAMES:
-                out.add(start)
-            at = text.find(fragment, end)
-    return list(out)
+    """Where an API's name is written as a whole identifier (the prefilter's fragment search:
+    15 substring searches rather than one per name, 57)."""
+    return list({start for start, _end, _name in api_names(text)})
 
 
 def _after_dot(text: str, offset: int) -> bool:

@@ -119,7 +119,7 @@ class Scan:
     source: Source | None = None
     summary: object = None  # index.ModuleSummary: what this module exports to the project index
     refs: set = field(default_factory=set)  # index.external_refs
-    wrappers: list = field(default_factory=list)  # qualified names of this module's wrappers
+    wrappers: list = field(default_factory=list)  # the names this module's own wrappers are called by
 
 
 def find_sites(tree: ast.Module, text: str = "") -> list[Site]:
@@ -167,8 +167,7 @@ def scan_module(tree: ast.Module, text: str = "", index=None, package: str = "",
             site.no_grad = no_grad_reason(contexts, resolver, source)
     sites.sort(key=lambda s: (s.call.lineno, s.call.col_offset))
     refs = external_refs(builder, resolver, module, sites, plain)
-    own = [name for name in local.wrappers if name.startswith(module + ".")]
-    return Scan(sites, builder, resolver, tree, source, summary, refs, own)
+    return Scan(sites, builder, resolver, tree, source, summary, refs, local.own_wrapper_names(module))
 
 
 def _class_bases(info: ClassInfo, resolver: Resolver, depth: int) -> set[str]:
