@@ -384,18 +384,15 @@ def _map_forked(work, files: Sequence[str], args: tuple, chunks: list, first: li
 
     try:
         lost = run_forked(functools.partial(_run_limited, work), chunks, workers, _worker_init, store)
+        if lost:
+            if on_crash is None:
+                from concurrent.futures.process import BrokenProcessPool
+
+                raise BrokenProcessPool(f"a worker died ({death_cause(next(iter(lost.values())))})")
+            remaining = [k for k in range(len(files)) if k not in results]
+            _one_by_one(work, files, remaining, args, progress, on_crash, results)
     except KeyboardInterrupt:
         raise Interrupted([results[k] for k in sorted(results)]) from None
-    if lost:
-        if on_crash is None:
-            from concurrent.futures.process import BrokenProcessPool
-
-            raise BrokenProcessPool(f"a worker died ({death_cause(next(iter(lost.values())))})")
-        remaining = [k for k in range(len(files)) if k not in results]
-        try:
-            _one_by_one(work, files, remaining, args, progress, on_crash, results)
-        except KeyboardInterrupt:
-            raise Interrupted([results[k] for k in sorted(results)]) from None
     return [results[k] for k in range(len(files))]
 
 

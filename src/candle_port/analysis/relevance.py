@@ -15,8 +15,9 @@ that leads to a site:
 
 Every other body of a module-level function or of a method of a module-level class is left out
 (outline.py). What a body left out calls in another module (a wrapper the first pass does not know
-yet) is handled as for a file the first pass did not parse (engine.py): the result keeps the file's
-call words, and a later pass checks it again when a new wrapper's name is among them.
+yet) is handled as for a file the first pass did not parse (engine.py): the result keeps the call
+words of what was left out (`recheck_names`), and a later pass checks it again when a new wrapper's
+name is among them.
 tests/test_corpus_truth.py proves on the real corpus that the findings are those of a whole parse.
 """
 
@@ -184,15 +185,15 @@ def _identifier_char(char: str) -> bool:
     return char.isalnum() or char == "_"
 
 
-def _bound_names(statement: ast.stmt, known: set[str] | None) -> set[str]:
+def _bound_names(statement: ast.stmt, known: set[str]) -> set[str]:
     """Every name a module-level statement may bind to what it names: its targets, defs and
-    classes, and the names it imports a known name as (`interpolate as up`; None: any name)."""
+    classes, and the names it imports a known name as (`interpolate as up`)."""
     names: set[str] = set()
     for node in ast.walk(statement):
         if isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Load):
             names.add(node.id)
         elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
             names.add(node.name)
-        elif isinstance(node, ast.alias) and (known is None or node.name.rpartition(".")[2] in known):
+        elif isinstance(node, ast.alias) and node.name.rpartition(".")[2] in known:
             names.add(node.asname or node.name.partition(".")[0])
     return names

@@ -19,6 +19,8 @@ from typing import List, NamedTuple, Sequence, Tuple
 
 import torch
 
+from ._recording import recording
+
 __all__ = ["Taps", "apply_taps", "finite_input", "taps_from_bounds", "taps_from_lists"]
 
 
@@ -35,9 +37,7 @@ def finite_input(x: torch.Tensor) -> bool:
 
     ``x.sum()`` is one cheap pass; a finite input whose sum overflows takes the tap path, which
     is exact too."""
-    if torch._C._len_torch_dispatch_stack() > 0 or torch.compiler.is_compiling():
-        return True
-    if torch.jit.is_tracing():
+    if recording() or torch.jit.is_tracing():
         return True
     return bool(torch.isfinite(x.detach().sum()))
 

@@ -16,7 +16,8 @@ import torch
 from ._coords import aa_matrix, compute_dtype, cubic_matrix, cubic_taps
 from ._taps import Taps, apply_taps, finite_input
 from ._layout import layout_of, to_layout
-from .bilinear import _OTHER_CACHES, _aa_taps, _constants, apply_matrix
+from ._recording import size_constant
+from .bilinear import _OTHER_CACHES, _aa_taps, apply_matrix
 
 __all__ = ["upsample_bicubic2d"]
 
@@ -76,7 +77,7 @@ def upsample_bicubic2d(
     for k in (1, 0):
         key = (x.shape[2 + k], out[k], bool(align_corners), scales[k], antialias, cdt, x.device)
         if finite:
-            y = apply_matrix(y, 2 + k, _constants(_bicubic_axis, *key))
+            y = apply_matrix(y, 2 + k, size_constant(_bicubic_axis, *key))
         elif antialias:  # inf / NaN: only the taps ATen reads (see _taps)
             if key[0] != key[1]:
                 y = apply_taps(y, 2 + k, _aa_taps(*key[:4], cdt, x.device, cubic=True))

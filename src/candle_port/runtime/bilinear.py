@@ -13,10 +13,10 @@ from functools import lru_cache
 from typing import List, NamedTuple, Optional, Sequence, Tuple, Union
 
 import torch
-from torch.utils._python_dispatch import _disable_current_modes
 
 from ._coords import AxisPlan, aa_matrix, aa_weights, axis_plan, compute_dtype
 from ._layout import layout_of, to_layout
+from ._recording import recording, size_constant
 from ._taps import Taps, apply_taps, finite_input
 
 __all__ = ["apply_matrix", "upsample_bilinear2d", "upsample_linear1d"]
@@ -366,42 +366,28 @@ def _phase_spans(
 
 
 
-def _constants(builder, *key):
-    """Build (or fetch from the cache) size-only constants as plain tensors.
-
-    Under a dispatch mode (make_fx, FakeTensorMode) the modes are switched off while building,
-    so the constants are real tensors (they depend on sizes only) and the trace records them as
-    constants; nothing made under such a mode is ever cached. torch.compile builds afresh."""
-    if torch.compiler.is_compiling():
-        return builder.__wrapped__(*key)
-    if torch._C._len_torch_dispatch_stack() > 0:
-        with _disable_current_modes():
-            return builder(*key)
-    return builder(*key)
-
-
 def _get_plan(*key) -> AxisPlan:
-    return _constants(_plan, *key)
+    return size_constant(_plan, *key)
 
 
 def _get_dense(*key) -> torch.Tensor:
-    return _constants(_dense, *key)
+    return size_constant(_dense, *key)
 
 
 def _get_band(*key) -> _Band:
-    return _constants(_band, *key)
+    return size_constant(_band, *key)
 
 
 def _get_dense_aa(*key) -> torch.Tensor:
-    return _constants(_dense_aa, *key)
+    return size_constant(_dense_aa, *key)
 
 
 def _get_periodic(*key) -> Optional[_Periodic]:
-    return _constants(_periodic, *key)
+    return size_constant(_periodic, *key)
 
 
 def _get_phase(*key) -> Optional[_Phase]:
-    return _constants(_phase, *key)
+    return size_constant(_phase, *key)
 
 
 # lru_cache'd builders of the other modes (nearest, bicubic, area) register here.
@@ -487,7 +473,7 @@ def _apply_phase_cl(y: torch.Tensor, out: List[int], ph_h: _Phase, ph_w: _Phase)
     flat = y.permute(0, 2, 3, 1).reshape(n_img, h * w, c)
     res = torch.empty((n_img, oh, ow, c), dtype=y.dtype, device=y.device)
     item = oh * ow * c * y.element_size()
-    spans = _constants(_phase_spans, n_img, h, w, s_h, item, _PHASE_CHUNK_BYTES, y.device)
+    spans = size_constant(_phase_spans, n_img, h, w, s_h, item, _PHASE_CHUNK_BYTES, y.device)
     for n0, n1, a, b, index in spans:
         nb, k = n1 - n0, b - a
         zp = flat[n0:n1].index_select(1, index).view(nb, k + 2, w + 2, c)
@@ -523,7 +509,7 @@ def _apply_lerp_rows(
     oh, ow = out
     pw = _get_plan(w, ow, align_corners, scales[1], y.dtype, y.device)
     rows = max(1, _LERP_CHUNK_BYTES // (ow * y.element_size()))
-    bands = _constants(_row_bands, h, oh, align_corners, scales[0], y.dtype, y.device, rows)
+    bands = size_constant(_row_bands, h, oh, align_corners, scales[0], y.dtype, y.device, rows)
     planes = y.reshape(n_img * c, h, w)
     res = torch.empty((n_img * c, oh, ow), dtype=y.dtype, device=y.device)
     for b in range(n_img * c):
@@ -992,12 +978,7 @@ def _needs_grad(x: torch.Tensor) -> bool:
 def _tracing() -> bool:
     """make_fx / FakeTensor / torch.compile / torch.jit.trace / functorch transforms: keep the
     traced compositions (no ``out=`` writes, no value-dependent chunking)."""
-    return (
-        torch._C._len_torch_dispatch_stack() > 0
-        or torch.compiler.is_compiling()
-        or torch.jit.is_tracing()
-        or torch._C._are_functorch_transforms_active()
-    )
+    return recording() or torch.jit.is_tracing() or torch._C._are_functorch_transforms_active()
 
 
 def _finish(y: torch.Tensor, orig: torch.dtype, fmt: torch.memory_format) -> torch.Tensor:

@@ -15,7 +15,8 @@ from typing import List, Optional
 import torch
 
 from ._layout import layout_of, to_layout
-from .bilinear import _OTHER_CACHES, _constants, _tracing
+from ._recording import size_constant
+from .bilinear import _OTHER_CACHES, _tracing
 
 __all__ = ["nearest_index", "upsample_nearest_nd"]
 
@@ -110,7 +111,7 @@ def nearest_index(
     device: torch.device,
 ) -> Optional[torch.Tensor]:
     """Cached int64 (out,) source indices of one axis (None: unchanged); see ``_nearest_index``."""
-    return _constants(_nearest_index, in_size, out_size, scale, exact, ndim, axis, dtype, device)
+    return size_constant(_nearest_index, in_size, out_size, scale, exact, ndim, axis, dtype, device)
 
 
 def _repeat_axes(y: torch.Tensor, first: int, factors: List[int]) -> torch.Tensor:
@@ -174,7 +175,7 @@ def upsample_nearest_nd(
         # output once; with a gradient W stays an index_select (see below).
         keys = [(x.shape[2 + k], out[k], scales[k], exact, ndim, k, x.dtype, x.device) for k in range(ndim)]
         moved = [nearest_index(*key) is not None for key in keys]
-        reps = [_constants(_nearest_factor, *key) if m else 0 for key, m in zip(keys, moved)]
+        reps = [size_constant(_nearest_factor, *key) if m else 0 for key, m in zip(keys, moved)]
         if any(moved) and all(r or not m for r, m in zip(reps, moved)):
             y = _repeat_axes(y, first, reps)
             return to_layout(y.permute(0, ndim + 1, *range(1, ndim + 1)), fmt)
@@ -191,7 +192,7 @@ def upsample_nearest_nd(
             # gather (on the smaller tensor). W is always gathered: the repeat's backward would
             # sum over a size-s axis with only W (or C) after it, measured 3-4x slower than the
             # index_add of index_select (bench/runtime_speed.py --modes)
-            factors[k] = _constants(_nearest_factor, *key)
+            factors[k] = size_constant(_nearest_factor, *key)
             if factors[k]:
                 continue
         d = first + k

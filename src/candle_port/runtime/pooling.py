@@ -47,6 +47,7 @@ import torch.nn.functional as F
 from torch.utils._python_dispatch import _disable_current_modes
 
 from ._layout import match_strides
+from ._recording import recording, size_constant
 from ._taps import apply_taps, finite_input, taps_from_bounds
 from .bilinear import apply_matrix
 
@@ -119,7 +120,7 @@ def _pool_meta_cached(key, fn, x: torch.Tensor, args) -> Optional[torch.Tensor]:
 def _pool_signature(fn, x: torch.Tensor, args) -> Optional[tuple]:
     """A hashable key for (op, input sizes / strides / dtype / device, arguments), or None
     while tracing or for an argument that does not hash: what a call's plan depends on."""
-    if torch._C._len_torch_dispatch_stack() > 0 or torch.compiler.is_compiling() or torch.jit.is_tracing():
+    if recording() or torch.jit.is_tracing():
         return None
     try:
         key = (fn, tuple(x.shape), x.stride(), x.dtype, x.device, _pool_hashable(args))
@@ -177,22 +178,6 @@ def _pool_channels_last(x: torch.Tensor, meta_out: torch.Tensor) -> bool:
         and meta_out.is_contiguous(memory_format=fmt)
         and not meta_out.is_contiguous()
     )
-
-
-def _pool_tracing() -> bool:
-    """Whether a dispatch mode (make_fx, FakeTensorMode) or torch.compile is recording."""
-    return torch._C._len_torch_dispatch_stack() > 0 or torch.compiler.is_compiling()
-
-
-def _pool_constants(builder, *key):
-    """``builder(*key)`` from its cache, as real tensors even under make_fx / FakeTensorMode
-    (dispatch modes are switched off while building; nothing made under a mode is cached)."""
-    if torch.compiler.is_compiling():
-        return builder.__wrapped__(*key)
-    if torch._C._len_torch_dispatch_stack() > 0:
-        with _disable_current_modes():
-            return builder(*key)
-    return builder(*key)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -413,7 +398,7 @@ def _pool_max_index(x: torch.Tensor, table: _PoolTable, channels_last: bool) -> 
     p, k = table.windows, table.size
     xd = x.detach()
     flat = table.flat * c if channels_last else table.flat
-    tracing = torch._C._len_torch_dispatch_stack() > 0 or torch.compiler.is_compiling()
+    tracing = recording()
     if tracing:
         pick = _pool_max_pick(xd.movedim(1, -1).reshape(n, -1, c), table.flat, table.base, k, True)
         index = flat.index_select(0, pick.reshape(-1)).reshape(n, p, c)
@@ -572,7 +557,7 @@ def _pool_sum_shifted(x: torch.Tensor, axes: Sequence[_PoolMatrix]) -> torch.Ten
         pad[2 * (3 - dim)] = pad[2 * (3 - dim) + 1] = p  # F.pad lists the last dim first
         vp = F.pad(v, pad) if p else v
         y = vp.narrow(dim, 0, out) + vp.narrow(dim, 1, out) if k > 1 else vp.narrow(dim, 0, out).clone()
-        tracing = torch._C._len_torch_dispatch_stack() > 0 or torch.compiler.is_compiling()
+        tracing = recording()
         for j in range(2, k):
             y = y + vp.narrow(dim, j, out) if tracing else y.add_(vp.narrow(dim, j, out))
         v = y
@@ -631,13 +616,13 @@ def _pool_avg_core(
     need_grad = torch.is_grad_enabled() and xb.requires_grad
     fresh = False  # y is a new tensor nothing else holds: divided in place
     if cl and all(a.tile for a in axes):  # adds of views: no 0 * inf, no finiteness test
-        views = not (need_grad or _pool_tracing()) and all(a.tile <= _POOL_TILE_ADDS for a in axes)
+        views = not (need_grad or recording()) and all(a.tile <= _POOL_TILE_ADDS for a in axes)
         y = _pool_sum_tiled_views(xb, axes) if views else _pool_sum_tiled(xb, axes)
         # in place only without a gradient: y is a view (permute) of the sum, and autograd
         # records an in-place op on a view as a scatter into its base
-        fresh = not need_grad and any(a.tile > 1 for a in axes) and not _pool_tracing()
+        fresh = not need_grad and any(a.tile > 1 for a in axes) and not recording()
     elif cl and not need_grad and all(_pool_shift(a) for a in axes):  # stride 1: adds of shifted views
-        y = None if _pool_tracing() else _pool_sum_shifted_inplace(xb, axes)
+        y = None if recording() else _pool_sum_shifted_inplace(xb, axes)
         if y is None:
             y = _pool_sum_shifted(xb, axes)
         else:
@@ -827,7 +812,7 @@ def _pool_max_view_plan(x: torch.Tensor, meta: torch.Tensor, nd: int, window) ->
     """The strided-view plan for a batched 2-D ``x``, channels_last or contiguous NCHW (run as
     channel planes), outside tracing (``window``: kernel, stride, padding, dilation); else None
     (the table path)."""
-    if nd != 2 or x.dim() != 4 or _pool_tracing():  # a tracer records the table path
+    if nd != 2 or x.dim() != 4 or recording():  # a tracer records the table path
         return None
     if _pool_channels_last(x, meta):
         channels, planes = x.shape[1], False
@@ -836,7 +821,7 @@ def _pool_max_view_plan(x: torch.Tensor, meta: torch.Tensor, nd: int, window) ->
     else:
         return None
     key = (tuple(x.shape[-2:]), tuple(meta.shape[-2:]), channels) + tuple(window) + (x.device, planes)
-    return _pool_constants(_pool_view_plan, *key)
+    return size_constant(_pool_view_plan, *key)
 
 
 def _pool_max_core(
@@ -849,7 +834,7 @@ def _pool_max_core(
 ):
     """Values, and indices if ``return_indices``: what torch's op returns. ``view_plan``: the
     windows as strided views (channels_last input), used outside tracing."""
-    if view_plan is not None and not _pool_tracing():
+    if view_plan is not None and not recording():
         return _pool_max_views(x, meta, view_plan, return_indices)
     xb, added = _pool_batched(x, nd)
     cl = not added and _pool_channels_last(x, meta)
@@ -893,7 +878,7 @@ def _pool_max(nd: int, x, kernel_size, stride, padding, dilation, ceil_mode, ret
             _pool_ints(dilation, nd),
             x.device,
         )
-        table = _pool_constants(_pool_max_table, *key)
+        table = size_constant(_pool_max_table, *key)
         return None if table is None else (meta, table, _pool_max_view_plan(x, meta, nd, key[2:6]))
 
     plan = _pool_plan_memo(_pool_signature(with_indices, x, args), build)
@@ -1030,10 +1015,10 @@ def _pool_avg(nd: int, torch_fn, x, args):
         pads = _pool_ints(padding, nd)
         dtype = _pool_compute_dtype(x)
         axes = tuple(
-            _pool_constants(_pool_avg_matrix, n, o, k, s, p, bool(count_include_pad), dtype, x.device)
+            size_constant(_pool_avg_matrix, n, o, k, s, p, bool(count_include_pad), dtype, x.device)
             for n, o, k, s, p in zip(x.shape[-nd:], meta.shape[-nd:], kernel, strides, pads)
         )
-        divisor = _pool_constants(_pool_divisor, axes, None if override is None else int(override))
+        divisor = size_constant(_pool_divisor, axes, None if override is None else int(override))
         return meta, axes, divisor
 
     plan = _pool_plan_memo(_pool_signature(torch_fn, x, args), build)
@@ -1130,10 +1115,10 @@ def _pool_adaptive_avg(nd: int, torch_fn, x, output_size):
             return None
         dtype = _pool_compute_dtype(x)
         axes = tuple(
-            _pool_constants(_pool_adaptive_avg_matrix, n, o, dtype, x.device)
+            size_constant(_pool_adaptive_avg_matrix, n, o, dtype, x.device)
             for n, o in zip(x.shape[-nd:], meta.shape[-nd:])
         )
-        return meta, axes, _pool_constants(_pool_divisor, axes, None)
+        return meta, axes, size_constant(_pool_divisor, axes, None)
 
     plan = _pool_plan_memo(_pool_signature(torch_fn, x, (output_size,)), build)
     if plan is None or torch.jit.is_tracing():
@@ -1149,7 +1134,7 @@ def _pool_adaptive_max(nd: int, x, output_size, return_indices):
         if meta is None or meta.numel() == 0 or x.numel() == 0:
             return None
         key = (tuple(x.shape[-nd:]), tuple(meta.shape[-nd:]), x.device)
-        table = _pool_constants(_pool_adaptive_max_table, *key)
+        table = size_constant(_pool_adaptive_max_table, *key)
         view_plan = None
         if all(n % o == 0 for n, o in zip(x.shape[-nd:], meta.shape[-nd:])):  # windows tile: k == s
             k = tuple(n // o for n, o in zip(x.shape[-nd:], meta.shape[-nd:]))

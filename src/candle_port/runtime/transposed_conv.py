@@ -26,6 +26,8 @@ import torch.nn.functional as F
 from torch import nn
 from torch.utils._python_dispatch import _disable_current_modes
 
+from ._recording import size_constant
+
 __all__ = ["ConvTranspose1d", "ConvTranspose2d", "conv_transpose1d", "conv_transpose2d"]
 
 _IntArg = Union[int, Sequence[int]]
@@ -33,16 +35,6 @@ _IntArg = Union[int, Sequence[int]]
 
 # ---------------------------------------------------------------------------------------------
 # Shared helpers (also used by volumetric_conv.py and volumetric_pooling.py).
-
-
-def _tc_constant(builder, *key):
-    """``builder(*key)`` from its lru_cache, as real tensors even under make_fx / FakeTensorMode."""
-    if torch.compiler.is_compiling():
-        return builder.__wrapped__(*key)
-    if torch._C._len_torch_dispatch_stack() > 0:
-        with _disable_current_modes():
-            return builder(*key)
-    return builder(*key)
 
 
 def _tc_meta(fn, *args, **kwargs) -> Optional[torch.Tensor]:
@@ -88,7 +80,7 @@ def _tc_take(x: torch.Tensor, dim: int, rows: Sequence[int]) -> torch.Tensor:
         shape = list(x.shape)
         shape[dim] = 1
         x = torch.cat([x, x.new_zeros(shape)], dim)
-    return x.index_select(dim, _tc_constant(_tc_index, rows, x.device))
+    return x.index_select(dim, size_constant(_tc_index, rows, x.device))
 
 
 def _tc_dilate_rows(n: int, stride: int, left: int, right: int) -> List[int]:
