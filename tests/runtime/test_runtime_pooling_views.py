@@ -7,7 +7,8 @@ and gathered. Each case runs with and without a gradient and must equal torch bi
 sign of zero, NaN positions, indices, gradient, strides); the two modes must agree with each
 other. A contiguous NCHW max pool runs the same path on its channel planes, as (N * C, 1, H, W)
 channels_last images of one channel, and is checked the same way. Average pools: tiled windows add ``unbind``'s parts, stride-1 windows without a gradient
-add shifts in place; to float rounding, with inf / NaN where torch has them.
+add shifts in place, windows with a gradient are a depthwise ``conv2d`` where the convolution
+has torch's output size; to float rounding, with inf / NaN where torch has them.
 """
 
 from __future__ import annotations
@@ -243,3 +244,65 @@ def test_channels_last_max_pool2d_of_a_strided_view(view, args):
     strides, the gather from a contiguous copy; indices and gradient as torch's."""
     x = view(_data("ties", (2, 6, 20, 18)))
     _max_both(P.max_pool2d, F.max_pool2d, x, args, {})
+
+
+CONV_CASES = [
+    pytest.param(P.avg_pool2d, F.avg_pool2d, (3, 1, 1), True, id="k3s1p1-one-divisor"),
+    pytest.param(P.avg_pool2d, F.avg_pool2d, (3, 2, 1, False, False), False, id="exclude-pad-divided-after"),
+    pytest.param(P.avg_pool2d, F.avg_pool2d, ((3, 5), (2, 1), (1, 2)), True, id="rect-kernel-stride-padding"),
+    pytest.param(P.avg_pool2d, F.avg_pool2d, (3, 1, 1, False, True, 4), True, id="divisor-override"),
+    pytest.param(P.adaptive_avg_pool2d, F.adaptive_avg_pool2d, ((3, 11),), True, id="adaptive-tiles-3x1"),
+    pytest.param(P.avg_pool2d, F.avg_pool2d, (2,), True, id="k2-drops-last-row"),
+]
+
+
+@pytest.mark.parametrize("kind", ["distinct", "nan", "inf"])
+@pytest.mark.parametrize("dtype", [torch.float64, torch.float32, torch.bfloat16])
+@pytest.mark.parametrize(("ours", "theirs", "args", "one_divisor"), CONV_CASES)
+def test_channels_last_avg_pool_with_grad_is_one_depthwise_conv(monkeypatch, ours, theirs, args, one_divisor, kind, dtype):
+    """With a gradient, a channels_last average pool whose windows a convolution reproduces runs
+    as one depthwise ``conv2d`` (taps 1, or 1 / divisor when every window has the same one):
+    value, inf / NaN masks, gradient and strides as torch's."""
+    calls = []
+    real = P._pool_sum_conv
+    monkeypatch.setattr(P, "_pool_sum_conv", lambda x, conv: calls.append(conv) or real(x, conv))
+    P.clear_pooling_cache()
+    x = _data(kind, (2, 5, 9, 11), dtype)
+    want_x, ours_x = x.clone().requires_grad_(), x.clone().requires_grad_()
+    want, got = theirs(want_x, *args), ours(ours_x, *args)
+    assert len(calls) == 1 and (calls[0].divisor is not None) == one_divisor
+    g = _data("distinct", want.shape, dtype, seed=3)
+    want.backward(g)
+    got.backward(g)
+    tol = {torch.float64: 1e-12, torch.float32: 1e-6, torch.bfloat16: 1e-2}[dtype]
+    for a, b in ((got, want), (ours_x.grad, want_x.grad)):
+        assert a.dtype == b.dtype and a.stride() == b.stride()
+        assert torch.equal(a.isnan(), b.isnan()) and torch.equal(a.isinf(), b.isinf())
+        fin = b.isfinite()
+        assert (a[fin].double() - b[fin].double()).abs().max().item() <= tol
+    with torch.no_grad():
+        ours(ours_x, *args)  # without a gradient the view adds or matrices run, not the conv
+    assert len(calls) == 1
+
+
+def test_avg_pool_conv_is_not_used_where_ceil_mode_adds_a_window_or_under_a_tracer(monkeypatch):
+    """ceil_mode's extra window (the convolution would not have it) and a make_fx trace keep the
+    matrices: the traced graph is the one candle runs (candle's grouped conv2d is one conv per
+    channel)."""
+    from torch.fx.experimental.proxy_tensor import make_fx
+
+    calls = []
+    real = P._pool_sum_conv
+    monkeypatch.setattr(P, "_pool_sum_conv", lambda x, conv: calls.append(conv) or real(x, conv))
+    P.clear_pooling_cache()
+    x = _data("distinct", (2, 5, 9, 9), torch.float64).requires_grad_()
+    got, want = P.avg_pool2d(x, 2, 2, 0, True), F.avg_pool2d(x, 2, 2, 0, True)
+    assert got.shape == want.shape and (got - want).abs().max().item() <= 1e-12
+    assert calls == []
+
+    def step(t):
+        return torch.autograd.grad(P.avg_pool2d(t, 3, 1, 1).sum(), t)[0]
+
+    graph = make_fx(step)(x)
+    assert calls == []
+    assert not any("convolution" in str(n.target) for n in graph.graph.nodes)

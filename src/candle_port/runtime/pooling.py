@@ -330,6 +330,7 @@ def clear_pooling_cache() -> None:
     _pool_avg_matrix.cache_clear()
     _pool_adaptive_avg_matrix.cache_clear()
     _pool_divisor.cache_clear()
+    _pool_conv_kernel.cache_clear()
     _POOL_META_CACHE.clear()
     _POOL_PLANS.clear()
 
@@ -605,8 +606,53 @@ def _pool_sum_taps(x: torch.Tensor, axes: Sequence[_PoolMatrix], channels_last: 
     return v.permute(0, 3, 1, 2) if channels_last else v
 
 
+class _PoolConv(NamedTuple):
+    """A 2-D average pool's windows as a convolution's: every window is ``[o * s - p, o * s - p
+    + k)`` clipped to the input, and the convolution gives exactly torch's output count."""
+
+    kernel: Tuple[int, int]
+    stride: Tuple[int, int]
+    padding: Tuple[int, int]
+    divisor: Optional[float]  # every window's divisor, when they are all equal: in the kernel
+
+
+def _pool_conv_geometry(in_sizes, out_sizes, kernel, stride, padding, divisor) -> Optional[_PoolConv]:
+    """The convolution that sums the same windows, or None where ceil_mode adds a window the
+    convolution would not have."""
+    for n, o, k, s, p in zip(in_sizes, out_sizes, kernel, stride, padding):
+        if (n + 2 * p - k) // s + 1 != o:
+            return None
+    uniform = float(divisor.min()) if bool(divisor.min() == divisor.max()) else None
+    return _PoolConv(tuple(kernel), tuple(stride), tuple(padding), uniform)
+
+
+@lru_cache(maxsize=64)
+def _pool_conv_kernel(
+    channels: int, kernel: Tuple[int, int], divisor: Optional[float], dtype: torch.dtype, device: torch.device
+) -> torch.Tensor:
+    """Every tap 1, or 1 / divisor where all windows share one (one op less each way)."""
+    return torch.full((channels, 1) + kernel, 1.0 if divisor is None else 1.0 / divisor, dtype=dtype, device=device)
+
+
+def _pool_sum_conv(x: torch.Tensor, conv: _PoolConv) -> torch.Tensor:
+    """Window sums of a channels_last (N, C, H, W) ``x`` with a gradient, as a depthwise
+    ``conv2d``: one op forward and one backward, where the 0/1 matrices take two GEMMs each way
+    (AvgPool2d(3, 1, 1) forward+backward 3.7x -> 1.0-1.6x torch's). Every tap's weight is
+    positive and padding adds zeros, so each output adds only its window's own elements: inf /
+    NaN behave as in torch's kernel. With one divisor for all windows the taps are 1 / divisor
+    and the result is the average. Only outside tracing: the traced graph keeps the matrices
+    (candle runs a grouped conv2d as one conv per channel)."""
+    weight = _pool_conv_kernel(x.shape[1], conv.kernel, conv.divisor, x.dtype, x.device)
+    return F.conv2d(x, weight, None, conv.stride, conv.padding, 1, x.shape[1])
+
+
 def _pool_avg_core(
-    x: torch.Tensor, nd: int, meta: torch.Tensor, axes: Sequence[_PoolMatrix], divisor: torch.Tensor
+    x: torch.Tensor,
+    nd: int,
+    meta: torch.Tensor,
+    axes: Sequence[_PoolMatrix],
+    divisor: torch.Tensor,
+    conv: Optional[_PoolConv] = None,
 ) -> torch.Tensor:
     xb, added = _pool_batched(x, nd)
     cl = not added and x.dim() == 4 and _pool_channels_last(x, meta)  # 5-D: generic path
@@ -615,7 +661,11 @@ def _pool_avg_core(
         xb = xb.to(torch.float32)  # ATen accumulates and divides in float32 for these
     need_grad = torch.is_grad_enabled() and xb.requires_grad
     fresh = False  # y is a new tensor nothing else holds: divided in place
-    if cl and all(a.tile for a in axes):  # adds of views: no 0 * inf, no finiteness test
+    if cl and conv is not None and need_grad and not recording():
+        y = _pool_sum_conv(xb, conv)
+        if conv.divisor is not None:
+            return match_strides(y if y.dtype == dtype else y.to(dtype), meta.stride())
+    elif cl and all(a.tile for a in axes):  # adds of views: no 0 * inf, no finiteness test
         views = not (need_grad or recording()) and all(a.tile <= _POOL_TILE_ADDS for a in axes)
         y = _pool_sum_tiled_views(xb, axes) if views else _pool_sum_tiled(xb, axes)
         # in place only without a gradient: y is a view (permute) of the sum, and autograd
@@ -1019,7 +1069,10 @@ def _pool_avg(nd: int, torch_fn, x, args):
             for n, o, k, s, p in zip(x.shape[-nd:], meta.shape[-nd:], kernel, strides, pads)
         )
         divisor = size_constant(_pool_divisor, axes, None if override is None else int(override))
-        return meta, axes, divisor
+        conv = None
+        if nd == 2 and not recording():  # the traced graph keeps the matrices
+            conv = _pool_conv_geometry(x.shape[-nd:], meta.shape[-nd:], kernel, strides, pads, divisor)
+        return meta, axes, divisor, conv
 
     plan = _pool_plan_memo(_pool_signature(torch_fn, x, args), build)
     if plan is None or torch.jit.is_tracing():
@@ -1118,7 +1171,12 @@ def _pool_adaptive_avg(nd: int, torch_fn, x, output_size):
             size_constant(_pool_adaptive_avg_matrix, n, o, dtype, x.device)
             for n, o in zip(x.shape[-nd:], meta.shape[-nd:])
         )
-        return meta, axes, size_constant(_pool_divisor, axes, None)
+        divisor = size_constant(_pool_divisor, axes, None)
+        conv = None
+        if nd == 2 and not recording() and all(a.tile for a in axes):
+            tiles = tuple(a.tile for a in axes)
+            conv = _pool_conv_geometry(x.shape[-nd:], meta.shape[-nd:], tiles, tiles, (0, 0), divisor)
+        return meta, axes, divisor, conv
 
     plan = _pool_plan_memo(_pool_signature(torch_fn, x, (output_size,)), build)
     if plan is None or torch.jit.is_tracing():
