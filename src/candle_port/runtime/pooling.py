@@ -20,7 +20,10 @@ indices, gradient and memory format, and touch the input only through:
   input whose windows tile the axes sums views instead (the parts of ``unbind`` added, or
   ``sum`` over the split axis; without a gradient ``as_strided`` parts), and so does
   channels_last stride-1 pooling when no gradient is needed (shifts added in place into a copy,
-  or shifted ``narrow`` views of the zero-padded input while tracing).
+  or shifted ``narrow`` views of the zero-padded input while tracing). channels_last 2-D input
+  with a gradient, outside tracing, whose windows a convolution reproduces (not ceil_mode's extra
+  window) is one depthwise ``conv2d`` (candle's conv2d differentiates groups; the traced graph
+  keeps the matrices).
 
 Index tables, window matrices and divisors depend on sizes and arguments only; they are built
 once per key (cached) and carry no gradient; outside tracing a call's whole plan (meta answer,
@@ -1119,7 +1122,8 @@ def avg_pool2d(
         // f16 / bf16: to_dtype(F32) first, to_dtype(orig) last. Never candle's avg_pool2d:
         // its backward bails for k != s and is wrong when H or W % k != 0.
 
-    channels_last input is pooled as its (N, H, W, C) view (two bmm) and returned channels_last.
+    channels_last input is pooled as its (N, H, W, C) view (two bmm, adds of views without a
+    gradient, one depthwise ``conv2d`` with one outside tracing) and returned channels_last.
     Falls back to ``F.avg_pool2d`` itself for non-floating dtypes and rejected arguments.
     """
     args = (kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override)
