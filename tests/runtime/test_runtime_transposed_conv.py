@@ -138,6 +138,8 @@ def test_rejected_arguments_raise_torchs_error():
         pytest.param(lambda x, w: T.conv_transpose2d(x, w, None, (2, 3), 0, (1, 2), 1, (1, 2)), ((1, 2, 5, 6), (2, 2, 3, 3)), id="2d-aniso"),
         pytest.param(lambda x, w: T.conv_transpose1d(x, w, None, 2, 1, 1, 2), ((1, 4, 5), (4, 1, 3)), id="1d"),
         pytest.param(lambda x, w: T.conv_transpose2d(x, w, None, 2, 0, 0, 2), ((1, 4, 5, 6), (4, 2, 2, 2)), id="2d-matmul"),
+        pytest.param(lambda x, w: T.conv_transpose2d(x, w, None, 2, 1, 1, 2), ((1, 4, 5, 6), (4, 2, 3, 3)), id="2d-polyphase"),
+        pytest.param(lambda x, w: T.conv_transpose1d(x, w, None, 3, 2, 1), ((1, 4, 5), (4, 2, 5)), id="1d-polyphase"),
         pytest.param(lambda x, w: T._tc_conv2d(x, w, None, (2, 2), ((1, 1), (1, 1)), (1, 1), 1), ((1, 2, 7, 8), (2, 2, 3, 3)), id="conv2d-residuals"),
         pytest.param(lambda x, w: T._tc_conv2d(x, w, None, (2, 1), ((1, 1), (0, 0)), (1, 1), 1), ((1, 2, 7, 8), (2, 2, 3, 3)), id="conv2d-aniso-stride"),
     ],
@@ -179,3 +181,57 @@ def test_random_configurations_1d_2d_3d():
     # an axis whose outputs no kernel tap reaches (k=1, s=4, p=1, output_padding=3): bias only
     x, w, b = _tensors((1, 2, 1), (2, 1, 1), 1, torch.float64)
     parity(lambda x, w, b: runtime.conv_transpose1d(x, w, b, 4, 1, 3), lambda x, w, b: F.conv_transpose1d(x, w, b, 4, 1, 3), [x, w, b])
+
+
+POLYPHASE = [
+    pytest.param(2, (3, 3), 2, 1, 1, id="k3s2p1-outpad-decoder"),
+    pytest.param(6, (4, 4), 2, 1, 0, id="depthwise-k4s2p1"),
+    pytest.param(3, (3, 5), (2, 3), (0, 2), (1, 2), id="aniso-stride-and-kernel"),
+    pytest.param(1, (5, 2), (3, 1), (3, 0), (2, 0), id="stride-one-axis-pad-crops"),
+    pytest.param(2, (2, 3), 2, 0, 1, id="kernel-eq-stride-one-axis"),
+]
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize(("g", "k", "s", "p", "op"), POLYPHASE)
+def test_strided_transposed_conv_is_one_plain_conv_per_output_phase(monkeypatch, g, k, s, p, op, dtype):
+    """With dilation 1 and a stride above 1, the transposed convolution runs as prod(stride)
+    stride-1 convolutions with the taps of each output residue (no inserted zeros), stacked and
+    cut to size: value and input / weight / bias gradients as torch's."""
+    calls = []
+    real = T._tc_polyphase
+
+    def spy(*args):
+        y = real(*args)
+        calls.append(y is not None)
+        return y
+
+    monkeypatch.setattr(T, "_tc_polyphase", spy)
+    x, w, b = _tensors((2, 6, 5, 4), (6, 2) + k, 2 * g, dtype)
+    parity(
+        lambda x, w, b: runtime.conv_transpose2d(x, w, b, s, p, op, g),
+        lambda x, w, b: F.conv_transpose2d(x, w, b, s, p, op, g),
+        [x, w, b],
+    )
+    assert calls == [True], "the polyphase path did not run"
+
+
+def test_polyphase_phases_of_one_axis():
+    """Each output residue reads the taps torch's transposed convolution gives it: rebuilding
+    every output from the phases' taps and pads reproduces torch's 1-D result; a kernel shorter
+    than the stride leaves a residue without a tap (None: the zero-dilation path runs)."""
+    gen = torch.Generator().manual_seed(1)
+    for n, k, s, p, op in [(5, 3, 2, 1, 1), (4, 5, 3, 2, 0), (3, 4, 2, 3, 1), (6, 2, 2, 0, 0)]:
+        x, w = torch.randn(n, dtype=torch.float64, generator=gen), torch.randn(k, dtype=torch.float64, generator=gen)
+        want = F.conv_transpose1d(x.reshape(1, 1, n), w.reshape(1, 1, k), None, s, p, op).flatten()
+        out = (n - 1) * s - 2 * p + k + op
+        q_len, phases = T._tc_phases(n, k, s, p, out)
+        got = torch.zeros(q_len * s, dtype=torch.float64)
+        for rho, ph in enumerate(phases):
+            for q in range(q_len):
+                for m in range(ph.taps):  # y[s*q + rho] += x[q + c - m] * w[r + s*m]
+                    i = q + ph.taps - 1 - ph.left - m
+                    if 0 <= i < n:
+                        got[s * q + rho] += x[i] * w[ph.first + s * m]
+        torch.testing.assert_close(got[:out], want)
+    assert T._tc_phases(3, 1, 2, 0, 5) is None

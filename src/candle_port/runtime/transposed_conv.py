@@ -4,8 +4,8 @@ candle's ``conv_transpose1d`` has no backward, its ``conv_transpose2d`` no ``gro
 backward that ignores ``output_padding``; its ``conv1d`` / ``conv2d`` have full backwards (conv2d
 with one stride, one dilation, one padding and equal H/W residuals; ../shared/candle-ops.md 2.1).
 These functions equal torch's (values, input / weight / bias gradients) and touch the input only
-through ``cat`` (one zero slice), ``index_select``, ``constant_pad_nd`` and ``conv1d`` / ``conv2d``
-(stride 1):
+through ``cat`` (one zero slice), ``index_select``, ``narrow``, ``constant_pad_nd``, ``stack`` and
+``conv1d`` / ``conv2d`` (stride 1):
 
     conv_transpose(x, w, s, p, op, g, d)
       = conv(dilate_s(x) padded by d(k-1)-p left and d(k-1)-p+op right,   # one index_select per axis
@@ -13,13 +13,21 @@ through ``cat`` (one zero slice), ``index_select``, ``constant_pad_nd`` and ``co
 
 Every output element sums exactly the products torch's col2im sums (plus products with inserted
 zeros, which are exact zeros for finite weights), so an inf / NaN in the input reaches only the
-outputs it reaches in torch. Imports nothing but torch.
+outputs it reaches in torch.
+
+With dilation 1 and a stride above 1 (the decoder's ``ConvTranspose2d(c, c, 3, 2, 1, 1)``, a
+depthwise or grouped up-convolution) no zeros are inserted: output ``s * q + rho`` reads only
+the taps ``r, r + s, ...`` of the kernel (``r = (rho + p) mod s``), so each output residue is a
+plain stride-1 convolution of the padded (or cropped: ``narrow``) input with those taps reversed,
+and the ``prod(s)`` results are interleaved by ``stack`` and a reshape, then cut to the output
+size (``_tc_polyphase``): ``prod(s)`` times fewer multiply-adds, 1.4-4x faster than the
+zero-dilated form. Kernel == stride without padding stays one matmul. Imports nothing but torch.
 """
 
 from __future__ import annotations
 
 from functools import lru_cache
-from typing import List, Optional, Sequence, Tuple, Union
+from typing import List, NamedTuple, Optional, Sequence, Tuple, Union
 
 import torch
 import torch.nn.functional as F
@@ -187,6 +195,91 @@ def _tc_blocks(x: torch.Tensor, weight: torch.Tensor, bias: Optional[torch.Tenso
     return y
 
 
+class _TcPhase(NamedTuple):
+    """One output residue ``rho`` of a transposed convolution along one axis (dilation 1):
+    outputs ``s * q + rho`` read the taps ``first, first + s, ...`` (``taps`` of them) of the
+    kernel, from the input padded by ``left`` / ``right`` (negative: cropped)."""
+
+    first: int
+    taps: int
+    left: int
+    right: int
+
+
+def _tc_phases(n: int, k: int, s: int, p: int, out: int) -> Optional[Tuple[int, Tuple[_TcPhase, ...]]]:
+    """(Q, the ``s`` residues' phases) for one axis, where output ``o = s * q + rho``, q in
+    [0, Q); None when a residue reads no tap (a kernel shorter than the stride).
+
+    ``y[s*q + rho] = sum_m x[q + c - m] * w[r + s*m]`` with ``r = (rho + p) mod s`` and
+    ``c = (rho + p - r) / s``: a plain correlation of ``x`` (padded by ``taps - 1 - c`` on the
+    left) with the taps ``r, r + s, ...`` reversed."""
+    q_len = -(-out // s)
+    phases = []
+    for rho in range(s):
+        r = (rho + p) % s
+        c = (rho + p - r) // s
+        taps = len(range(r, k, s))
+        if taps == 0:
+            return None
+        left = taps - 1 - c
+        phases.append(_TcPhase(r, taps, left, q_len + taps - 1 - left - n))
+    return q_len, tuple(phases)
+
+
+def _tc_pad(x: torch.Tensor, dim: int, left: int, right: int) -> torch.Tensor:
+    """``x`` zero-padded (or cropped, for negative sides) along ``dim``: ``narrow`` and
+    ``constant_pad_nd`` with non-negative pads, the forms candle differentiates."""
+    if left < 0 or right < 0:
+        start, stop = max(-left, 0), x.shape[dim] - max(-right, 0)
+        x = x.narrow(dim, start, stop - start)
+        left, right = max(left, 0), max(right, 0)
+    if left or right:
+        pads = [0, 0] * (x.dim() - 1 - dim) + [left, right]
+        x = F.pad(x, pads)
+    return x
+
+
+def _tc_polyphase(x, weight, bias, s, p, op, groups, nd):
+    """A transposed convolution with dilation 1 as ``prod(s)`` plain stride-1 convolutions, one
+    per output residue, each with its own taps of the kernel (no inserted zeros: ``prod(s)``
+    times fewer multiply-adds than convolving the zero-dilated input), interleaved by ``stack``
+    and a reshape, then cut to the output size. None where a residue reads no tap."""
+    k = tuple(weight.shape[2:])
+    sizes = tuple(x.shape[2:])
+    outs = tuple((n - 1) * st - 2 * pd + kk + o for n, st, pd, kk, o in zip(sizes, s, p, k, op))
+    axes = [_tc_phases(n, kk, st, pd, o) for n, kk, st, pd, o in zip(sizes, k, s, p, outs)]
+    if any(a is None for a in axes):
+        return None
+    q_lens = tuple(a[0] for a in axes)
+    w = _tc_flip_weight(weight, groups, nd)  # (C_out, C_in/g, *k), every axis reversed
+    conv = F.conv1d if nd == 1 else F.conv2d
+
+    def phase_output(picks) -> torch.Tensor:
+        xp, wp = x, w
+        for axis, ph in enumerate(picks):
+            xp = _tc_pad(xp, 2 + axis, ph.left, ph.right)
+            # the reversed kernel holds tap t at k - 1 - t: taps r, r + s, ... reversed are the
+            # positions k - 1 - r - s * (taps - 1), ..., k - 1 - r (step s)
+            start = k[axis] - 1 - ph.first - s[axis] * (ph.taps - 1)
+            wp = _tc_take(wp, 2 + axis, range(start, start + s[axis] * ph.taps, s[axis]))
+        return conv(xp, wp, bias, 1, 0, 1, groups)
+
+    if nd == 1:
+        (phases,) = (a[1] for a in axes)
+        y = torch.stack([phase_output((ph,)) for ph in phases], -1)  # (N, C, Q, s)
+    else:
+        rows = []
+        for ph_h in axes[0][1]:
+            cols = [phase_output((ph_h, ph_w)) for ph_w in axes[1][1]]
+            rows.append(torch.stack(cols, -1).reshape(x.shape[0], -1, q_lens[0], q_lens[1] * s[1]))
+        y = torch.stack(rows, 3)  # (N, C, Q_h, s_h, Q_w * s_w)
+    y = y.reshape((x.shape[0], -1) + tuple(q * st for q, st in zip(q_lens, s)))
+    for axis, o in enumerate(outs):
+        if y.shape[2 + axis] != o:
+            y = y.narrow(2 + axis, 0, o)
+    return y
+
+
 def _tc_transposed(nd, torch_fn, input, weight, bias, stride, padding, output_padding, groups, dilation):
     args = (input, weight, bias, stride, padding, output_padding, groups, dilation)
     try:
@@ -212,6 +305,10 @@ def _tc_transposed(nd, torch_fn, input, weight, bias, stride, padding, output_pa
     if tuple(weight.shape[2:]) == s and not any(p + op) and all(v == 1 for v in d):
         y = _tc_blocks(x, weight, bias, groups, nd)
         return y if batched else y.squeeze(0)
+    if all(v == 1 for v in d) and any(v > 1 for v in s):
+        y = _tc_polyphase(x, weight, bias, s, p, op, groups, nd)
+        if y is not None:
+            return y if batched else y.squeeze(0)
     x = _tc_prepare(x, weight, s, p, op, d, nd)
     w = _tc_flip_weight(weight, groups, nd)
     if nd == 1:
@@ -248,6 +345,11 @@ def conv_transpose1d(
                  .reshape((g * cout_g, cin / g, k))?.index_select(&rev_k, 2)?;
         let y = xd.conv1d(&w, 0, 1, d, g)?;                     // Op::Conv1D, full backward
         // + bias.reshape((1, cout, 1)) broadcast-added; never candle's conv_transpose1d
+
+    With dilation 1 and stride above 1, outside that recipe and faster: one ``conv1d`` per output
+    residue ``rho`` (taps ``r, r + s, ...`` reversed, input padded or cut per residue), the ``s``
+    results ``stack``-ed on a last axis and reshaped, then cut to the output length (see the
+    module docstring; the values are the same sums).
     """
     return _tc_transposed(1, F.conv_transpose1d, input, weight, bias, stride, padding, output_padding, groups, dilation)
 
@@ -267,7 +369,9 @@ def conv_transpose2d(
     Input (N, C_in, H, W) or (C_in, H, W), weight (C_in, C_out/groups, k_h, k_w). As
     :func:`conv_transpose1d`, per axis (one ``index_select`` each), then one ``conv2d`` with
     stride 1, padding 0, dilation ``d`` and ``groups``; a different dilation per axis becomes
-    zeros inserted in the (flipped) kernel, so candle's single-dilation conv2d takes it.
+    zeros inserted in the (flipped) kernel, so candle's single-dilation conv2d takes it. With
+    dilation 1 and a stride above 1: one stride-1 ``conv2d`` per output residue (s_h * s_w of
+    them), interleaved by two ``stack``s and reshapes, as :func:`conv_transpose1d`.
     """
     return _tc_transposed(2, F.conv_transpose2d, input, weight, bias, stride, padding, output_padding, groups, dilation)
 
