@@ -130,3 +130,28 @@ def test_graph_is_candle_differentiable(fn, shapes):
     tensors = [torch.randn(s, requires_grad=True) for s in shapes]
     names = candle_graph(fn, tensors, forbidden=("conv3d", "conv_transpose", "pad3d"))
     assert "convolution" in names or "bmm" in names
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize(("g", "s", "p", "op"), [pytest.param(2, 2, 1, 1, id="decoder-k3s2p1"), pytest.param(1, (2, 3, 1), (1, 2, 0), (1, 0, 0), id="aniso")])
+def test_strided_conv_transpose3d_runs_one_conv3d_per_output_phase(monkeypatch, g, s, p, op, dtype):
+    """Dilation 1 and a stride above 1: one stride-1 conv3d composition per output residue,
+    interleaved; value and gradients as torch's."""
+    from candle_port.runtime import volumetric_conv as V
+
+    ran = []
+    real = V._tc_polyphase
+
+    def spy(*args):
+        y = real(*args)
+        ran.append(y is not None)
+        return y
+
+    monkeypatch.setattr(V, "_tc_polyphase", spy)
+    x, w, b = _tensors((2, 4, 3, 4, 5), (4, 3, 3, 3, 2), 3 * g, dtype)
+    parity(
+        lambda x, w, b: runtime.conv_transpose3d(x, w, b, s, p, op, g),
+        lambda x, w, b: F.conv_transpose3d(x, w, b, s, p, op, g),
+        [x, w, b],
+    )
+    assert ran == [True]

@@ -18,6 +18,7 @@ torch = pytest.importorskip("torch")
 from torch import nn  # noqa: E402
 import torch.nn.functional as F  # noqa: E402
 
+from candle_port import runtime  # noqa: E402
 from candle_port.verify.candle_run import CandleRunError, check_in_candle, find_binary  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -103,6 +104,8 @@ CASES = {
     "as_strided": (lambda: Fn(lambda y: torch.as_strided(y.contiguous(), (2, 4, 3, 3), (324, 1, 36, 4)) * 2), X4, "both"),
     # torch's float64 hardsigmoid backward uses 1.0f/6.0f; the reference uses the exact 1/6
     "hardsigmoid": (lambda: Fn(nn.Hardsigmoid()), X4, "both"),
+    # the runtime's strided transposed convolution: one conv2d per output residue, stack, permute
+    "runtime-conv_transpose2d-polyphase": (lambda: Fn(runtime.ConvTranspose2d(4, 4, 3, 2, 1, output_padding=1, groups=2)), X4, "both"),
 }
 
 

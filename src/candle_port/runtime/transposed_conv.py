@@ -26,6 +26,7 @@ zero-dilated form. Kernel == stride without padding stays one matmul. Imports no
 
 from __future__ import annotations
 
+import itertools
 from functools import lru_cache
 from typing import List, NamedTuple, Optional, Sequence, Tuple, Union
 
@@ -239,11 +240,13 @@ def _tc_pad(x: torch.Tensor, dim: int, left: int, right: int) -> torch.Tensor:
     return x
 
 
-def _tc_polyphase(x, weight, bias, s, p, op, groups, nd):
+def _tc_polyphase(x, weight, bias, s, p, op, groups, nd, conv=None):
     """A transposed convolution with dilation 1 as ``prod(s)`` plain stride-1 convolutions, one
     per output residue, each with its own taps of the kernel (no inserted zeros: ``prod(s)``
-    times fewer multiply-adds than convolving the zero-dilated input), interleaved by ``stack``
-    and a reshape, then cut to the output size. None where a residue reads no tap."""
+    times fewer multiply-adds than convolving the zero-dilated input), interleaved by one
+    ``stack`` and a permuted reshape, then cut to the output size. ``conv(x, w, bias, groups)``:
+    the stride-1 unpadded convolution (default ``conv1d`` / ``conv2d``). None where a residue
+    reads no tap."""
     k = tuple(weight.shape[2:])
     sizes = tuple(x.shape[2:])
     outs = tuple((n - 1) * st - 2 * pd + kk + o for n, st, pd, kk, o in zip(sizes, s, p, k, op))
@@ -252,7 +255,11 @@ def _tc_polyphase(x, weight, bias, s, p, op, groups, nd):
         return None
     q_lens = tuple(a[0] for a in axes)
     w = _tc_flip_weight(weight, groups, nd)  # (C_out, C_in/g, *k), every axis reversed
-    conv = F.conv1d if nd == 1 else F.conv2d
+    if conv is None:
+        plain = F.conv1d if nd == 1 else F.conv2d
+
+        def conv(xp, wp, b, g):
+            return plain(xp, wp, b, 1, 0, 1, g)
 
     def phase_output(picks) -> torch.Tensor:
         xp, wp = x, w
@@ -262,18 +269,13 @@ def _tc_polyphase(x, weight, bias, s, p, op, groups, nd):
             # positions k - 1 - r - s * (taps - 1), ..., k - 1 - r (step s)
             start = k[axis] - 1 - ph.first - s[axis] * (ph.taps - 1)
             wp = _tc_take(wp, 2 + axis, range(start, start + s[axis] * ph.taps, s[axis]))
-        return conv(xp, wp, bias, 1, 0, 1, groups)
+        return conv(xp, wp, bias, groups)
 
-    if nd == 1:
-        (phases,) = (a[1] for a in axes)
-        y = torch.stack([phase_output((ph,)) for ph in phases], -1)  # (N, C, Q, s)
-    else:
-        rows = []
-        for ph_h in axes[0][1]:
-            cols = [phase_output((ph_h, ph_w)) for ph_w in axes[1][1]]
-            rows.append(torch.stack(cols, -1).reshape(x.shape[0], -1, q_lens[0], q_lens[1] * s[1]))
-        y = torch.stack(rows, 3)  # (N, C, Q_h, s_h, Q_w * s_w)
-    y = y.reshape((x.shape[0], -1) + tuple(q * st for q, st in zip(q_lens, s)))
+    # residues in row-major order: (N, C, Q_1.., s_1 * s_2 ..) -> (N, C, Q_1, s_1, Q_2, s_2, ..)
+    y = torch.stack([phase_output(picks) for picks in itertools.product(*(a[1] for a in axes))], -1)
+    y = y.reshape(y.shape[: 2 + nd] + tuple(s))
+    order = [0, 1] + [a for i in range(nd) for a in (2 + i, 2 + nd + i)]
+    y = y.permute(order).reshape((x.shape[0], -1) + tuple(q * st for q, st in zip(q_lens, s)))
     for axis, o in enumerate(outs):
         if y.shape[2 + axis] != o:
             y = y.narrow(2 + axis, 0, o)

@@ -11,8 +11,9 @@ and the sum over the k_d depth taps is folded into the channels of a single conv
 through ``conv2d(groups=g)`` with the weight laid out (C_out, k_d * C/g, k_h, k_w), and the result
 is reshaped back to (N, C_out, D_out, H_out, W_out). The conv2d is called the way candle
 differentiates it (:func:`candle_port.runtime.transposed_conv._tc_conv2d`). Transposed 3-D
-convolution is this on the zero-dilated, padded input with the flipped weight (as the 1-D / 2-D
-ones in transposed_conv.py). Values and gradients (input, weight, bias) equal torch's to float
+convolution is this on the zero-dilated, padded input with the flipped weight, or with a stride
+and dilation 1 one such convolution per output residue (as the 1-D / 2-D ones in
+transposed_conv.py). Values and gradients (input, weight, bias) equal torch's to float
 rounding; inputs enter only products with weights, never a dense 0/1 matrix, so inf / NaN reach
 only the outputs they reach in torch. Imports nothing but torch.
 """
@@ -30,6 +31,7 @@ from .transposed_conv import (
     _tc_conv2d,
     _tc_flip_weight,
     _tc_ints,
+    _tc_polyphase,
     _tc_prepare,
     _tc_take,
     _tc_valid,
@@ -65,6 +67,11 @@ def _vc_conv3d(x, weight, bias, stride, pads, dilation, groups):
     y = _tc_conv2d(sel, w2, bias, stride[1:], pads[1:], dilation[1:], groups)
     y = y.reshape(n, dout, cout, y.shape[2], y.shape[3])
     return y.permute(0, 2, 1, 3, 4).contiguous()
+
+
+def _vc_conv3d_plain(x, weight, bias, groups):
+    """Stride 1, no padding, no dilation: one residue of a strided transposed 3-D convolution."""
+    return _vc_conv3d(x, weight, bias, (1, 1, 1), ((0, 0),) * 3, (1, 1, 1), groups)
 
 
 def _vc_pads(padding, kernel, dilation) -> Optional[Tuple[Tuple[int, int], ...]]:
@@ -153,7 +160,9 @@ def conv_transpose3d(
     r"""``F.conv_transpose3d`` for candle: the input zero-dilated and padded by one
     ``index_select`` per axis (as :func:`conv_transpose2d`), then :func:`conv3d`'s composition
     with stride 1, dilation ``d`` and the weight's channels swapped per group and its three kernel
-    axes reversed."""
+    axes reversed. With dilation 1 and a stride above 1, one such stride-1 conv3d per output
+    residue (its taps of the kernel only, no inserted zeros), interleaved by ``stack`` and a
+    permuted reshape (see transposed_conv.py)."""
     args = (input, weight, bias, stride, padding, output_padding, groups, dilation)
     try:
         s, p, op, d = (_tc_ints(v, 3) for v in (stride, padding, output_padding, dilation))
@@ -175,6 +184,10 @@ def conv_transpose3d(
     if tuple(weight.shape[2:]) == s and not any(p + op) and all(v == 1 for v in d):
         y = _tc_blocks(x, weight, bias, groups, 3)  # kernel == stride: one matmul
         return y if batched else y.squeeze(0)
+    if all(v == 1 for v in d) and any(v > 1 for v in s):
+        y = _tc_polyphase(x, weight, bias, s, p, op, groups, 3, _vc_conv3d_plain)
+        if y is not None:
+            return y if batched else y.squeeze(0)
     x = _tc_prepare(x, weight, s, p, op, d, 3)
     w = _tc_flip_weight(weight, groups, 3)
     y = _vc_conv3d(x, w, bias, (1, 1, 1), ((0, 0),) * 3, d, groups)
