@@ -58,6 +58,13 @@ def _zero_bn_relu() -> nn.Module:
     bn = nn.BatchNorm2d(4)
     nn.init.zeros_(bn.weight)
     return nn.Sequential(bn, nn.ReLU())
+def _grid_sample_past_the_border(y: torch.Tensor, mode: str) -> torch.Tensor:
+    """The runtime's grid_sample on a fixed grid that reaches past every border (masked taps)."""
+    t = torch.linspace(-1.3, 1.2, 7, dtype=y.dtype)
+    grid = torch.stack(torch.meshgrid(t, t.flip(0) * 0.9, indexing="xy"), -1).expand(y.shape[0], 7, 7, 2)
+    return runtime.grid_sample(y, grid, mode, align_corners=False)
+
+
 # id -> (module factory, input shape, modes expected to pass)
 CASES = {
     "conv2d-stride-dilation": (lambda: Fn(lambda y: y, conv=nn.Conv2d(3, 4, 3, stride=2, padding=2, dilation=2)), X4, "both"),
@@ -105,6 +112,8 @@ CASES = {
     # torch's float64 hardsigmoid backward uses 1.0f/6.0f; the reference uses the exact 1/6
     "hardsigmoid": (lambda: Fn(nn.Hardsigmoid()), X4, "both"),
     # the runtime's strided transposed convolution: one conv2d per output residue, stack, permute
+    "runtime-grid_sample-bilinear": (lambda: Fn(lambda y: _grid_sample_past_the_border(y, "bilinear")), X4, "both"),
+    "runtime-grid_sample-bicubic": (lambda: Fn(lambda y: _grid_sample_past_the_border(y, "bicubic")), X4, "both"),
     "runtime-conv_transpose2d-polyphase": (lambda: Fn(runtime.ConvTranspose2d(4, 4, 3, 2, 1, output_padding=1, groups=2)), X4, "both"),
 }
 

@@ -10,11 +10,12 @@ in the gradients with respect to the input and the grid, and touch them only thr
   are torch's), products of the distances (the interpolation weights) and, for bicubic, the cubic
   convolution polynomials; ``floor`` / ``round`` / ``trunc`` / comparisons only on detached
   copies (integers in candle: no gradient, as in torch);
-* the input: one ``gather`` (its backward scatters into zeros, i.e. torch's scatter-add) of all
-  corners / taps at once from the (N, C, H*W) view, a ``where`` that zeroes the corners outside
-  the input (never a multiplication by a 0/1 mask: an inf / NaN in the input reaches only the
-  outputs that read it, as in torch), then the weighted sum (``mul`` and ``sum`` over the taps;
-  bicubic along x, then along y, as ATen).
+* the input: one ``constant_pad_nd`` that adds a zero column to the (N, C, H*W) planes, one
+  ``gather`` (its backward scatters into zeros, i.e. torch's scatter-add) of all corners / taps
+  at once, where a corner outside the input reads that zero column (an exact zero, never a
+  multiplication by a 0/1 mask and no ``where`` over the gathered values: an inf / NaN in the
+  input reaches only the outputs that read it, as in torch), then the weighted sum (``mul`` and
+  ``sum`` over the taps; bicubic along x, then along y, as ATen).
 
 Imports nothing but torch.
 """
@@ -92,14 +93,16 @@ def _gs_tap(xf: torch.Tensor, size: int, padding_mode: str, align_corners: bool)
 
 def _gs_gather(x: torch.Tensor, iy: List[torch.Tensor], ix: List[torch.Tensor], masks: List[torch.Tensor]):
     """Values of ``x`` (N, C, H, W) at the K taps (each (N, P)), zero where the mask is False:
-    one gather from the (N, C, H*W) view; returns (N, C, K, P)."""
+    one gather from the (N, C, H*W + 1) planes with a zero column padded on, which the masked
+    taps read (an exact zero: no ``where`` over the gathered values, forward or backward, and an
+    inf / NaN in the input reaches only the taps that read it); returns (N, C, K, P)."""
     n, c, h, w = x.shape
     p = ix[0].shape[1]
-    index = torch.stack([yy * w + xx for yy, xx in zip(iy, ix)], 1).reshape(n, 1, -1)  # (N, 1, K*P)
-    vals = x.reshape(n, c, h * w).gather(2, index.expand(n, c, index.shape[2]))
-    vals = vals.reshape(n, c, len(ix), p)
-    mask = torch.stack(masks, 1).reshape(n, 1, len(ix), p)
-    return torch.where(mask, vals, torch.zeros((), dtype=x.dtype, device=x.device))
+    slot = torch.full((), h * w, dtype=torch.int64, device=x.device)
+    index = torch.stack([torch.where(m, yy * w + xx, slot) for yy, xx, m in zip(iy, ix, masks)], 1).reshape(n, 1, -1)
+    planes = F.pad(x.reshape(n, c, h * w), (0, 1))  # the zero column the masked taps read
+    vals = planes.gather(2, index.expand(n, c, index.shape[2]))
+    return vals.reshape(n, c, len(ix), p)
 
 
 def _gs_cubic(t: torch.Tensor) -> Tuple[torch.Tensor, ...]:
@@ -210,8 +213,9 @@ def grid_sample(
         let sx = ((g.narrow(2, 0, 1)?.squeeze(2)? + 1.0)? * (w as f64 / 2.0))? - 0.5;  // + padding (where_cond)
         let fx = sx.detach().floor()?;                        // no graph
         // corners: idx = y * w + x (u32, no grad), inb masks (u8); weights nw = (1 - (sy - fy)) * (1 - (sx - fx)) ...
-        let v = x.reshape((n, c, h * w))?.gather(&idx.broadcast_as((n, c, 4 * p))?.contiguous()?, 2)?;
-        let v = inb.broadcast_as(v.shape())?.where_cond(&v, &v.zeros_like()?)?;  // Op::WhereCond
+        // a tap outside the input reads the padded zero column: idx = inb ? y * w + x : h * w
+        let planes = x.reshape((n, c, h * w))?.pad_with_zeros(2, 0, 1)?;
+        let v = planes.gather(&idx.broadcast_as((n, c, 4 * p))?.contiguous()?, 2)?;
         // out = v_nw * nw + v_ne * ne + v_sw * sw + v_se * se  (broadcast_mul / add)
 
     5-D input (3-D sampling), non-floating dtypes and rejected arguments go to ``F.grid_sample``

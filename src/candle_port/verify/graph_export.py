@@ -337,7 +337,9 @@ def export_graph(model: Any, inputs: Sequence[Any], out_dir: Path, seed: int = 0
     tensors.update({f"upstream.{i}": u.contiguous() for i, u in upstream.items()})
     tensors.update({f"const.{k}": v.detach().contiguous() for k, v in constants.items()})
     # Tied weights and repeated constants share storage, which safetensors refuses: copy each.
-    tensors = {k: v.clone() for k, v in tensors.items()}
+    # candle has no bool dtype (its comparisons give u8) and cannot load a BOOL tensor: a bool
+    # constant (a mask folded from a fixed grid, say) goes as the u8 candle uses for masks.
+    tensors = {k: v.to(torch.uint8) if v.dtype == torch.bool else v.clone() for k, v in tensors.items()}
     save_file(tensors, str(out_dir / "tensors.safetensors"))
     save_file(reference, str(out_dir / "torch.safetensors"))
     (out_dir / "graph.json").write_text(json.dumps(graph, indent=1), encoding="utf-8")
