@@ -235,3 +235,19 @@ def test_polyphase_phases_of_one_axis():
                         got[s * q + rho] += x[i] * w[ph.first + s * m]
         torch.testing.assert_close(got[:out], want)
     assert T._tc_phases(3, 1, 2, 0, 5) is None
+
+
+@pytest.mark.parametrize("layout", ["contiguous", "channels_last"])
+@pytest.mark.parametrize(("k", "p", "op"), [pytest.param(3, 1, 1, id="even-output"), pytest.param(3, 1, 0, id="odd-output-cut")])
+def test_polyphase_output_is_dense_in_torchs_layout(layout, k, p, op):
+    """The interleaved result has torch's strides (channels_last in, channels_last out), also when
+    it is cut to an output size that is not a multiple of the stride: a ``.view`` after the
+    layer keeps working on contiguous output."""
+    x, w, b = _tensors((2, 4, 5, 6), (4, 3, k, k), 3, torch.float32)
+    if layout == "channels_last":
+        x = x.detach().contiguous(memory_format=torch.channels_last).requires_grad_()
+    got, want = runtime.conv_transpose2d(x, w, b, 2, p, op), F.conv_transpose2d(x, w, b, 2, p, op)
+    assert got.stride() == want.stride()
+    if layout == "contiguous":
+        got.view(2, -1)
+    torch.testing.assert_close(got, want, **{"rtol": 1e-5, "atol": 2e-5})

@@ -240,6 +240,15 @@ def _tc_pad(x: torch.Tensor, dim: int, left: int, right: int) -> torch.Tensor:
     return x
 
 
+def _tc_channels_last(x: torch.Tensor) -> bool:
+    """Whether torch's convolutions keep ``x``'s channels-last layout (4-D or 5-D, dense in it,
+    more than one channel and not also plain contiguous)."""
+    if x.dim() not in (4, 5) or x.shape[1] == 1 or x.is_contiguous():
+        return False
+    fmt = torch.channels_last if x.dim() == 4 else torch.channels_last_3d
+    return x.is_contiguous(memory_format=fmt)
+
+
 def _tc_polyphase(x, weight, bias, s, p, op, groups, nd, conv=None):
     """A transposed convolution with dilation 1 as ``prod(s)`` plain stride-1 convolutions, one
     per output residue, each with its own taps of the kernel (no inserted zeros: ``prod(s)``
@@ -271,15 +280,25 @@ def _tc_polyphase(x, weight, bias, s, p, op, groups, nd, conv=None):
             wp = _tc_take(wp, 2 + axis, range(start, start + s[axis] * ph.taps, s[axis]))
         return conv(xp, wp, bias, groups)
 
-    # residues in row-major order: (N, C, Q_1.., s_1 * s_2 ..) -> (N, C, Q_1, s_1, Q_2, s_2, ..)
+    # residues in row-major order: (N, C, Q_1.., s_1 * s_2 ..) -> (N, C, Q_1, s_1, Q_2, s_2, ..),
+    # or for channels_last input (N, Q_1, s_1, .., C), the layout torch returns, in the same copy
     y = torch.stack([phase_output(picks) for picks in itertools.product(*(a[1] for a in axes))], -1)
     y = y.reshape(y.shape[: 2 + nd] + tuple(s))
-    order = [0, 1] + [a for i in range(nd) for a in (2 + i, 2 + nd + i)]
-    y = y.permute(order).reshape((x.shape[0], -1) + tuple(q * st for q, st in zip(q_lens, s)))
+    spatial = [a for i in range(nd) for a in (2 + i, 2 + nd + i)]
+    full = tuple(q * st for q, st in zip(q_lens, s))
+    cl = _tc_channels_last(x)
+    if cl:
+        y = y.permute([0] + spatial + [1]).reshape((x.shape[0],) + full + (-1,)).movedim(-1, 1)
+    else:
+        y = y.permute([0, 1] + spatial).reshape((x.shape[0], -1) + full)
+    if full == outs:
+        return y
     for axis, o in enumerate(outs):
-        if y.shape[2 + axis] != o:
-            y = y.narrow(2 + axis, 0, o)
-    return y
+        y = y.narrow(2 + axis, 0, o)
+    # dense, as torch returns it (a user's .view() after the layer must keep working)
+    if cl:
+        return y.contiguous(memory_format=torch.channels_last if nd == 2 else torch.channels_last_3d)
+    return y.contiguous()
 
 
 def _tc_transposed(nd, torch_fn, input, weight, bias, stride, padding, output_padding, groups, dilation):
