@@ -251,3 +251,15 @@ def test_polyphase_output_is_dense_in_torchs_layout(layout, k, p, op):
     if layout == "contiguous":
         got.view(2, -1)
     torch.testing.assert_close(got, want, **{"rtol": 1e-5, "atol": 2e-5})
+
+
+@pytest.mark.parametrize("groups", [1, 2])
+def test_kernel_eq_stride_up_convolution_keeps_channels_last(groups):
+    """The U-Net / FPN up-convolution (kernel == stride, one matmul) returns channels_last for
+    channels_last input, as torch does, with equal values and gradients."""
+    x, w, b = _tensors((2, 4, 5, 6), (4, 3, 2, 2), 3 * groups, torch.float64)
+    x = x.detach().contiguous(memory_format=torch.channels_last).requires_grad_()
+    got, want = runtime.conv_transpose2d(x, w, b, 2, groups=groups), F.conv_transpose2d(x, w, b, 2, groups=groups)
+    assert got.stride() == want.stride()
+    parity(lambda x, w, b: runtime.conv_transpose2d(x, w, b, 2, groups=groups),
+           lambda x, w, b: F.conv_transpose2d(x, w, b, 2, groups=groups), [x, w, b])

@@ -188,9 +188,14 @@ def _tc_blocks(x: torch.Tensor, weight: torch.Tensor, bias: Optional[torch.Tenso
     ws = weight.reshape(groups, cin_g, -1)
     y = torch.bmm(xs, ws)  # (g, N*L, C_out/g * K)
     y = y.reshape((groups, n) + sizes + (cout_g,) + k)
-    # (g, N, S_0.., C_out/g, k_0..) -> (N, g, C_out/g, S_0, k_0, S_1, k_1, ..)
-    order = [1, 0, 2 + nd] + [a for i in range(nd) for a in (2 + i, 3 + nd + i)]
-    y = y.permute(order).reshape((n, groups * cout_g) + tuple(s_ * k_ for s_, k_ in zip(sizes, k)))
+    # (g, N, S_0.., C_out/g, k_0..) -> (N, g, C_out/g, S_0, k_0, S_1, k_1, ..), or for
+    # channels_last input (N, S_0, k_0, .., g, C_out/g), torch's layout, in the same copy
+    spatial = [a for i in range(nd) for a in (2 + i, 3 + nd + i)]
+    out = tuple(s_ * k_ for s_, k_ in zip(sizes, k))
+    if _tc_channels_last(x):
+        y = y.permute([1] + spatial + [0, 2 + nd]).reshape((n,) + out + (groups * cout_g,)).movedim(-1, 1)
+    else:
+        y = y.permute([1, 0, 2 + nd] + spatial).reshape((n, groups * cout_g) + out)
     if bias is not None:
         y = y + bias.reshape((1, -1) + (1,) * nd)
     return y
