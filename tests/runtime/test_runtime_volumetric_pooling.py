@@ -157,3 +157,76 @@ def test_graph_is_candle_differentiable(fn):
     x = torch.randn(1, 2, 5, 6, 4, requires_grad=True)
     # amax runs only on the detached windows (the maximum the choice compares with)
     candle_graph(fn, [x], forbidden=("pool", "maximum", "scatter"))
+
+
+SLICE_ARGS = [
+    pytest.param((3, 2, 1), id="k3s2p1"),
+    pytest.param((2,), id="k2-tiles"),
+    pytest.param(((3, 2, 3), (1, 2, 2), (1, 0, 1), (2, 1, 1), True), id="dilated-depth-ceil"),
+]
+
+
+@pytest.mark.parametrize("kind", ["ties", "signed-zeros", "nan", "inf"])
+@pytest.mark.parametrize("args", SLICE_ARGS)
+def test_contiguous_max_pool3d_by_depth_slices_equals_torch(monkeypatch, args, kind):
+    """Contiguous input: a 2-D pool of every depth slice, then the depth windows (kept slice
+    replaced when larger or NaN), then one gather. Values bitwise (sign of zero, NaN positions),
+    indices and gradient as torch's, with and without a gradient; the path ran (a spy)."""
+    from candle_port.runtime import volumetric_pooling as V
+
+    ran = []
+    real = V.max_by_slices
+
+    def spy(*a):
+        got = real(*a)
+        ran.append(got is not None)
+        return got
+
+    monkeypatch.setattr(V, "max_by_slices", spy)
+    gen = torch.Generator().manual_seed(3)
+    shape = (2, 3, 6, 7, 8)
+    if kind == "ties":
+        x = torch.randint(-2, 3, shape, generator=gen).double()
+    elif kind == "signed-zeros":
+        x = torch.zeros(shape, dtype=torch.float64) * torch.where(torch.rand(shape, generator=gen) > 0.5, 1.0, -1.0).double()
+    else:
+        x = torch.randn(shape, generator=gen, dtype=torch.float64)
+        x[torch.rand(shape, generator=gen) > 0.8] = float("nan") if kind == "nan" else float("inf")
+    want_x, got_x = x.clone().requires_grad_(), x.clone().requires_grad_()
+    want, want_i = F.max_pool3d(want_x, *args, return_indices=True)
+    got, got_i = runtime.max_pool3d(got_x, *args, return_indices=True)
+    with torch.no_grad():
+        plain = runtime.max_pool3d(x, *args)
+    assert ran == [True, True]
+    g = torch.randn(want.shape, generator=gen, dtype=torch.float64)
+    (gw,) = torch.autograd.grad(want, want_x, g)
+    (gg,) = torch.autograd.grad(got, got_x, g)
+    for a, b in ((got, want), (plain, want), (gg, gw)):
+        assert torch.equal(a.isnan(), b.isnan())
+        assert torch.equal(a.nan_to_num(), b.nan_to_num()) and torch.equal(a.signbit() & ~a.isnan(), b.signbit() & ~b.isnan())
+    assert torch.equal(got_i, want_i) and got.stride() == want.stride()
+
+
+def test_depth_slices_not_used_for_channels_last_3d_adaptive_or_a_trace(monkeypatch):
+    """channels_last_3d input and adaptive pools keep pooling.py's path (measured faster there),
+    and so does a make_fx trace (the graph candle runs)."""
+    from torch.fx.experimental.proxy_tensor import make_fx
+
+    from candle_port.runtime import volumetric_pooling as V
+
+    ran = []
+    real = V.max_by_slices
+
+    def spy(*a):
+        got = real(*a)
+        ran.append(got is not None)
+        return got
+
+    monkeypatch.setattr(V, "max_by_slices", spy)
+    x = torch.randn(1, 2, 4, 5, 6)
+    cl = x.contiguous(memory_format=torch.channels_last_3d)
+    assert torch.equal(runtime.max_pool3d(cl, 2), F.max_pool3d(cl, 2))
+    assert torch.equal(runtime.adaptive_max_pool3d(x, 2), F.adaptive_max_pool3d(x, 2))
+    graph = make_fx(lambda t: runtime.max_pool3d(t, 3, 2, 1))(x)
+    assert ran == [False, False]  # asked for the channels_last input and under the trace: declined
+    assert not any("max_pool" in str(n.target) for n in graph.graph.nodes)

@@ -8,7 +8,9 @@ torch's, and the input is touched only through:
 * max pools: one ``gather`` from the channels-last (N, D*H*W, C) view; which element of each
   window wins is chosen without gradient (detached windows, ``amax``, the first element equal to
   it, integer look-ups), with torch's rules: the first maximum in (d, h, w) window order, and a
-  window with NaN yields its last NaN;
+  window with NaN yields its last NaN. Contiguous input outside tracing (``max_pool3d``) chooses
+  by a 2-D max pool of every depth slice, then the depth windows, and gathers from the
+  (N, C, D*H*W) view (``_pool3d_slices``);
 * average pools: per axis a GEMM with the 0/1 window matrix, then a division by torch's divisor
   (a constant); an input holding inf / NaN sums each window's own elements instead (taps), so a
   non-finite value reaches only the windows that contain it.
@@ -27,7 +29,17 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from .pooling import _pool_adaptive_avg, _pool_adaptive_max, _pool_avg, _pool_max
+from ._pool3d_slices import max_by_slices, pool_windows
+from .pooling import (
+    _POOL_MAX_WITH_INDICES,
+    _pool_adaptive_max,
+    _pool_avg,
+    _pool_adaptive_avg,
+    _pool_ints,
+    _pool_max,
+    _pool_meta,
+    max_pool2d,
+)
 
 __all__ = [
     "AdaptiveAvgPool3d",
@@ -69,7 +81,24 @@ def max_pool3d(
 
     exactly :func:`candle_port.runtime.max_pool2d`'s recipe with one more axis in the table.
     """
-    return _pool_max(3, input, kernel_size, stride, padding, dilation, ceil_mode, return_indices)
+    return _vp_max(input, kernel_size, stride, padding, dilation, ceil_mode, return_indices)
+
+
+def _vp_max(x, kernel_size, stride, padding, dilation, ceil_mode, return_indices):
+    """By 2-D slices then depth windows (``_pool3d_slices``) where that applies, else pooling.py's
+    table path (tracing, other layouts, what torch rejects)."""
+    if isinstance(x, torch.Tensor) and x.dim() in (4, 5) and x.is_floating_point():
+        meta = _pool_meta(_POOL_MAX_WITH_INDICES[3], x, kernel_size, stride, padding, dilation, ceil_mode, True)
+        if meta is not None and meta.numel() > 0:
+            k = _pool_ints(kernel_size, 3)
+            s, p, d = _pool_ints(stride, 3, k), _pool_ints(padding, 3), _pool_ints(dilation, 3)
+            windows = pool_windows(x.shape[-3], meta.shape[-3], k[0], s[0], p[0], d[0])
+            got = max_by_slices(
+                x, meta, windows, lambda x2: max_pool2d(x2, k[1:], s[1:], p[1:], d[1:], ceil_mode, True), return_indices
+            )
+            if got is not None:
+                return got
+    return _pool_max(3, x, kernel_size, stride, padding, dilation, ceil_mode, return_indices)
 
 
 def max_pool3d_with_indices(
@@ -82,7 +111,7 @@ def max_pool3d_with_indices(
     return_indices: bool = False,
 ):
     """``F.max_pool3d_with_indices``: :func:`max_pool3d` returning (values, indices) always."""
-    return _pool_max(3, input, kernel_size, stride, padding, dilation, ceil_mode, True)
+    return _vp_max(input, kernel_size, stride, padding, dilation, ceil_mode, True)
 
 
 def adaptive_max_pool3d(input: torch.Tensor, output_size, return_indices: bool = False):
