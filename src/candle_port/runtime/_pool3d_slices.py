@@ -6,8 +6,8 @@ ATen's 3-D max pool walks a window in (d, h, w) order and takes an element when 
 2-D max pool's answer for the slice (the runtime's 2-D pool has the same rule); run over the
 slices of a depth window in order, keeping a slice's answer when ``slice > kept || isnan(slice)``,
 it gives the 3-D answer: a later slice wins only with a larger maximum or a NaN. So the choice
-is :func:`candle_port.runtime.max_pool2d` (or ``adaptive_max_pool2d``) on the (H, W) planes of
-every input depth, each computed once though depth windows overlap, and a few ``where`` over
+is :func:`candle_port.runtime.max_pool2d` on the (H, W) planes of every input depth, each
+computed once though depth windows overlap, and a few ``where`` over
 output-sized tensors per depth tap, all without gradient. The gradient path is one ``gather`` of
 the chosen elements, as in pooling.py's table path, whose window copies this replaces (K = k_d *
 k_h * k_w elements per output): forward+backward 10-50% faster on contiguous input. Not used for
