@@ -183,3 +183,16 @@ def test_affine_grid_graph_is_candle_differentiable():
     theta = torch.randn(2, 2, 3, requires_grad=True)
     names = candle_graph(lambda t: runtime.affine_grid(t, [2, 1, 4, 5], False), [theta], forbidden=("affine_grid",))
     assert "bmm" in names
+
+
+@pytest.mark.parametrize("padding_mode", ["zeros", "border", "reflection"])
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_bilinear_with_align_corners_is_torchs_value_bit_for_bit(padding_mode, dtype):
+    """The corners' weighted sum runs left to right with a fused multiply-add per corner (nw,
+    ne, sw, se), as ATen's kernel does: with align_corners=True (whose coordinates round as
+    torch's) every output equals torch's exactly."""
+    gen = torch.Generator().manual_seed(4)
+    x = torch.randn(2, 5, 9, 11, generator=gen, dtype=dtype)
+    grid = torch.rand(2, 7, 6, 2, generator=gen, dtype=dtype) * 2.4 - 1.2
+    got = runtime.grid_sample(x, grid, "bilinear", padding_mode, align_corners=True)
+    assert torch.equal(got, F.grid_sample(x, grid, "bilinear", padding_mode, align_corners=True))

@@ -112,6 +112,8 @@ CASES = {
     # torch's float64 hardsigmoid backward uses 1.0f/6.0f; the reference uses the exact 1/6
     "hardsigmoid": (lambda: Fn(nn.Hardsigmoid()), X4, "both"),
     # the runtime's strided transposed convolution: one conv2d per output residue, stack, permute
+    "addcmul": (lambda: Fn(lambda y: torch.addcmul(y, y.transpose(-1, -2), y.mean(1, keepdim=True), value=0.5)
+                           + torch.addcmul(y, y, y)), X4, "both"),
     "runtime-grid_sample-bilinear": (lambda: Fn(lambda y: _grid_sample_past_the_border(y, "bilinear")), X4, "both"),
     "runtime-grid_sample-bicubic": (lambda: Fn(lambda y: _grid_sample_past_the_border(y, "bicubic")), X4, "both"),
     "runtime-conv_transpose2d-polyphase": (lambda: Fn(runtime.ConvTranspose2d(4, 4, 3, 2, 1, output_padding=1, groups=2)), X4, "both"),

@@ -23,7 +23,7 @@ Imports nothing but torch.
 from __future__ import annotations
 
 import warnings
-from typing import List, Optional, Tuple
+from typing import List, Optional, Sequence, Tuple
 
 import torch
 import torch.nn.functional as F
@@ -105,6 +105,18 @@ def _gs_gather(x: torch.Tensor, iy: List[torch.Tensor], ix: List[torch.Tensor], 
     return vals.reshape(n, c, len(ix), p)
 
 
+def _gs_weighted(values: Sequence[torch.Tensor], weights: Sequence[torch.Tensor]) -> torch.Tensor:
+    """``v_0 * w_0 + v_1 * w_1 + ...`` summed left to right as ATen's kernels do, one
+    ``addcmul`` per term; ``values`` (N, C, P), ``weights`` (N, P). Forward+backward about 20%
+    faster than a product of the stacked taps summed over the tap axis, and closer to torch:
+    bilinear outputs bitwise equal to torch's 93-100% (100% with align_corners), against 64-73%
+    (what still differs is the coordinate arithmetic)."""
+    out = values[0] * weights[0].unsqueeze(1)
+    for value, weight in zip(values[1:], weights[1:]):
+        out = torch.addcmul(out, value, weight.unsqueeze(1))
+    return out
+
+
 def _gs_cubic(t: torch.Tensor) -> Tuple[torch.Tensor, ...]:
     """ATen's cubic convolution coefficients for the 4 taps at distance t from the floor.
 
@@ -155,12 +167,12 @@ def _gs_sample(x, grid, mode, padding_mode, align_corners):
                 iys.append(yy)
                 ixs.append(xx)
                 masks.append(mx & my)
-        v = _gs_gather(x, iys, ixs, masks).reshape(n, c, 4, 4, ho * wo)  # row j, column i
-        # along x within each row, then along y (ATen's order); a sum over a dim, not per-tap
-        # slices, whose backward would materialize a zero tensor per tap
-        rows = (v * torch.stack(cx, 1).reshape(n, 1, 1, 4, -1)).sum(3)  # (N, C, 4, P)
-        out = (rows * torch.stack(cy, 1).reshape(n, 1, 4, -1)).sum(2)
-        return out.reshape(n, c, ho, wo)
+        taps = _gs_gather(x, iys, ixs, masks).unbind(2)  # 16 x (N, C, P): row j, column i
+        # along x within each row, then along y, each a left-to-right sum of products: ATen's
+        # order (unbind's backward is one stack, where per-tap slices would each materialize a
+        # zero tensor)
+        rows = [_gs_weighted(taps[4 * j : 4 * j + 4], cx) for j in range(4)]
+        return _gs_weighted(rows, cy).reshape(n, c, ho, wo)
     sx = _gs_source(gx, w, padding_mode, align_corners)
     sy = _gs_source(gy, h, padding_mode, align_corners)
     if mode == "nearest":
@@ -182,7 +194,7 @@ def _gs_sample(x, grid, mode, padding_mode, align_corners):
     y_n, m_n = _gs_tap(fy, h, "zeros", align_corners)
     y_s, m_s = _gs_tap(fy + 1, h, "zeros", align_corners)
     v = _gs_gather(x, [y_n, y_n, y_s, y_s], [x_w, x_e, x_w, x_e], [m_n & m_w, m_n & m_e, m_s & m_w, m_s & m_e])
-    out = (v * torch.stack(weights, 1).unsqueeze(1)).sum(2)  # (N, C, P)
+    out = _gs_weighted(v.unbind(2), weights)  # nw, ne, sw, se: ATen's order
     return out.reshape(n, c, ho, wo)
 
 

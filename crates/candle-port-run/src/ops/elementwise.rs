@@ -1,5 +1,5 @@
 //! Elementwise arithmetic with torch's broadcasting: `add`/`sub` (with `alpha`), `mul`, `div`,
-//! `rsub`, tensor-or-number operands, unary math (`neg`, `exp`, `log`, `sqrt`, `rsqrt`, `abs`,
+//! `rsub`, `addcmul` (`self + value * tensor1 * tensor2`), tensor-or-number operands, unary math (`neg`, `exp`, `log`, `sqrt`, `rsqrt`, `abs`,
 //! `reciprocal`, `pow`, `sin`, `cos`), `clamp*`, `maximum`/`minimum`, `where` and comparisons.
 
 use candle_core::{bail, DType, Result, Tensor};
@@ -10,6 +10,7 @@ use crate::value::{Args, Value};
 pub fn run(name: &str, op: &str, args: &Args) -> Option<Result<Value>> {
     let r = match name {
         "add" | "add_" | "sub" | "mul" | "div" | "rsub" => binary(name, args),
+        "addcmul" => addcmul(args),
         "neg" | "exp" | "log" | "sqrt" | "rsqrt" | "abs" | "reciprocal" | "sin" | "cos"
         | "square" => args.tensor(0, "self").and_then(|x| unary(name, &x)),
         "pow" => pow(op, args),
@@ -84,6 +85,22 @@ fn binary(name: &str, a: &Args) -> Result<Tensor> {
         "div" => x.broadcast_div(&y),
         _ => bail!("not a binary op: {name}"),
     }
+}
+
+/// `self + value * tensor1 * tensor2`, broadcast (torch fuses the multiply-add; candle rounds
+/// the product first, a difference of one rounding).
+fn addcmul(a: &Args) -> Result<Tensor> {
+    let x = a.tensor(0, "self")?;
+    let product = a
+        .tensor(1, "tensor1")?
+        .broadcast_mul(&a.tensor(2, "tensor2")?)?;
+    let value = a.float_or(3, "value", 1.0)?;
+    let product = if value != 1.0 {
+        product.affine(value, 0.0)?
+    } else {
+        product
+    };
+    x.broadcast_add(&product)
 }
 
 fn unary(name: &str, x: &Tensor) -> Result<Tensor> {
