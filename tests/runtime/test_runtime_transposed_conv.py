@@ -263,3 +263,15 @@ def test_kernel_eq_stride_up_convolution_keeps_channels_last(groups):
     assert got.stride() == want.stride()
     parity(lambda x, w, b: runtime.conv_transpose2d(x, w, b, 2, groups=groups),
            lambda x, w, b: F.conv_transpose2d(x, w, b, 2, groups=groups), [x, w, b])
+
+
+def test_channels_last_output_is_dense_when_a_size_one_axis_lets_reshape_return_a_view():
+    """A height of 1 with a stride of 1 along W: the interleave's reshape can return a view with
+    other strides instead of a copy; the output is still torch's channels_last, dense."""
+    x, w, b = _tensors((2, 2, 1, 5), (2, 1, 4, 3), 1, torch.float64)
+    x = x.detach().contiguous(memory_format=torch.channels_last).requires_grad_()
+    got = runtime.conv_transpose2d(x, w, b, (3, 1), (1, 0), (1, 0))
+    want = F.conv_transpose2d(x, w, b, (3, 1), (1, 0), (1, 0))
+    assert got.stride() == want.stride()
+    parity(lambda x, w, b: runtime.conv_transpose2d(x, w, b, (3, 1), (1, 0), (1, 0)),
+           lambda x, w, b: F.conv_transpose2d(x, w, b, (3, 1), (1, 0), (1, 0)), [x, w, b])

@@ -192,10 +192,12 @@ def _tc_blocks(x: torch.Tensor, weight: torch.Tensor, bias: Optional[torch.Tenso
     # channels_last input (N, S_0, k_0, .., g, C_out/g), torch's layout, in the same copy
     spatial = [a for i in range(nd) for a in (2 + i, 3 + nd + i)]
     out = tuple(s_ * k_ for s_, k_ in zip(sizes, k))
-    if _tc_channels_last(x):
+    cl = _tc_channels_last(x)
+    if cl:
         y = y.permute([1] + spatial + [0, 2 + nd]).reshape((n,) + out + (groups * cout_g,)).movedim(-1, 1)
     else:
         y = y.permute([1, 0, 2 + nd] + spatial).reshape((n, groups * cout_g) + out)
+    y = _tc_dense(y, cl)
     if bias is not None:
         y = y + bias.reshape((1, -1) + (1,) * nd)
     return y
@@ -296,14 +298,18 @@ def _tc_polyphase(x, weight, bias, s, p, op, groups, nd, conv=None):
         y = y.permute([0] + spatial + [1]).reshape((x.shape[0],) + full + (-1,)).movedim(-1, 1)
     else:
         y = y.permute([0, 1] + spatial).reshape((x.shape[0], -1) + full)
-    if full == outs:
-        return y
     for axis, o in enumerate(outs):
-        y = y.narrow(2 + axis, 0, o)
-    # dense, as torch returns it (a user's .view() after the layer must keep working)
-    if cl:
-        return y.contiguous(memory_format=torch.channels_last if nd == 2 else torch.channels_last_3d)
-    return y.contiguous()
+        if y.shape[2 + axis] != o:
+            y = y.narrow(2 + axis, 0, o)
+    # dense, as torch returns it (a user's .view() after the layer must keep working): a no-op
+    # unless the output was cut, or a size-1 axis let reshape return a view with other strides
+    return _tc_dense(y, cl)
+
+
+def _tc_dense(y: torch.Tensor, channels_last: bool) -> torch.Tensor:
+    if not channels_last:
+        return y.contiguous()
+    return y.contiguous(memory_format=torch.channels_last if y.dim() == 4 else torch.channels_last_3d)
 
 
 def _tc_transposed(nd, torch_fn, input, weight, bias, stride, padding, output_padding, groups, dilation):
