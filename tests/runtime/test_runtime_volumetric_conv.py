@@ -155,3 +155,30 @@ def test_strided_conv_transpose3d_runs_one_conv3d_per_output_phase(monkeypatch, 
         [x, w, b],
     )
     assert ran == [True]
+
+
+@pytest.mark.parametrize(
+    ("dtype", "s", "op", "d", "torch_keeps_cl"),
+    [
+        pytest.param(torch.float32, 2, 1, 1, True, id="f32-strided"),
+        pytest.param(torch.float32, 1, 0, 2, True, id="f32-dilated"),
+        pytest.param(torch.float32, 1, 1, 2, False, id="f32-outpad-reaches-stride"),
+        pytest.param(torch.float32, 2, 0, 1, True, id="f32-kernel-eq-stride"),
+        pytest.param(torch.float64, 2, 1, 1, False, id="f64-strided"),
+        pytest.param(torch.float64, 1, 0, 2, False, id="f64-dilated"),
+    ],
+)
+def test_conv_transpose3d_output_layout_is_torchs(dtype, s, op, d, torch_keeps_cl):
+    """channels_last_3d in: torch keeps the layout on its mkldnn path only (float32 / bfloat16,
+    output_padding below the stride), else returns contiguous output; every path here (polyphase,
+    matmul, zero-dilated) returns what torch does, so a ``.view()`` that works after torch's layer
+    works after ours."""
+    k = (2, 2, 2) if s == 2 and op == 0 else (3, 2, 3)  # kernel == stride: the matmul path
+    x, w, b = _tensors((2, 4, 3, 4, 5), (4, 3) + k, 3, dtype)
+    x = x.detach().contiguous(memory_format=torch.channels_last_3d).requires_grad_()
+    pad = 0 if k == (2, 2, 2) else 1
+    want = F.conv_transpose3d(x, w, b, s, pad, op, 1, d)
+    assert want.is_contiguous(memory_format=torch.channels_last_3d) == torch_keeps_cl
+    got = runtime.conv_transpose3d(x, w, b, s, pad, op, 1, d)
+    assert got.stride() == want.stride()
+    torch.testing.assert_close(got, want, rtol=1e-5, atol=2e-5)

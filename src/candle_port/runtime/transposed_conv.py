@@ -192,7 +192,7 @@ def _tc_blocks(x: torch.Tensor, weight: torch.Tensor, bias: Optional[torch.Tenso
     # channels_last input (N, S_0, k_0, .., g, C_out/g), torch's layout, in the same copy
     spatial = [a for i in range(nd) for a in (2 + i, 3 + nd + i)]
     out = tuple(s_ * k_ for s_, k_ in zip(sizes, k))
-    cl = _tc_channels_last(x)
+    cl = _tc_channels_last(x, k, (0,) * nd)
     if cl:
         y = y.permute([1] + spatial + [0, 2 + nd]).reshape((n,) + out + (groups * cout_g,)).movedim(-1, 1)
     else:
@@ -247,13 +247,20 @@ def _tc_pad(x: torch.Tensor, dim: int, left: int, right: int) -> torch.Tensor:
     return x
 
 
-def _tc_channels_last(x: torch.Tensor) -> bool:
-    """Whether torch's convolutions keep ``x``'s channels-last layout (4-D or 5-D, dense in it,
-    more than one channel and not also plain contiguous)."""
+def _tc_channels_last(x: torch.Tensor, stride: Sequence[int], output_padding: Sequence[int]) -> bool:
+    """Whether torch's transposed convolution returns channels_last output for batched ``x``:
+    2-D keeps a channels_last input's layout; 3-D keeps channels_last_3d only on its mkldnn path
+    (float32 / bfloat16, every output_padding below its stride), else returns contiguous output
+    (measured on torch 2.14's CPU kernels, every path here follows it)."""
     if x.dim() not in (4, 5) or x.shape[1] == 1 or x.is_contiguous():
         return False
-    fmt = torch.channels_last if x.dim() == 4 else torch.channels_last_3d
-    return x.is_contiguous(memory_format=fmt)
+    if x.dim() == 4:
+        return x.is_contiguous(memory_format=torch.channels_last)
+    return (
+        x.is_contiguous(memory_format=torch.channels_last_3d)
+        and x.dtype in (torch.float32, torch.bfloat16)
+        and all(o < st for o, st in zip(output_padding, stride))
+    )
 
 
 def _tc_polyphase(x, weight, bias, s, p, op, groups, nd, conv=None):
@@ -293,7 +300,7 @@ def _tc_polyphase(x, weight, bias, s, p, op, groups, nd, conv=None):
     y = y.reshape(y.shape[: 2 + nd] + tuple(s))
     spatial = [a for i in range(nd) for a in (2 + i, 2 + nd + i)]
     full = tuple(q * st for q, st in zip(q_lens, s))
-    cl = _tc_channels_last(x)
+    cl = _tc_channels_last(x, s, op)
     if cl:
         y = y.permute([0] + spatial + [1]).reshape((x.shape[0],) + full + (-1,)).movedim(-1, 1)
     else:
@@ -341,12 +348,13 @@ def _tc_transposed(nd, torch_fn, input, weight, bias, stride, padding, output_pa
         y = _tc_polyphase(x, weight, bias, s, p, op, groups, nd)
         if y is not None:
             return y if batched else y.squeeze(0)
+    cl = _tc_channels_last(x, s, op)
     x = _tc_prepare(x, weight, s, p, op, d, nd)
     w = _tc_flip_weight(weight, groups, nd)
     if nd == 1:
         y = F.conv1d(x, w, bias, 1, 0, d[0], groups)
     else:
-        y = _tc_conv2d(x, w, bias, (1, 1), ((0, 0), (0, 0)), d, groups)
+        y = _tc_dense(_tc_conv2d(x, w, bias, (1, 1), ((0, 0), (0, 0)), d, groups), cl)
     return y if batched else y.squeeze(0)
 
 

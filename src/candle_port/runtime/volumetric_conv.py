@@ -28,7 +28,9 @@ from torch import nn
 
 from .transposed_conv import (
     _tc_blocks,
+    _tc_channels_last,
     _tc_conv2d,
+    _tc_dense,
     _tc_flip_weight,
     _tc_ints,
     _tc_polyphase,
@@ -188,9 +190,10 @@ def conv_transpose3d(
         y = _tc_polyphase(x, weight, bias, s, p, op, groups, 3, _vc_conv3d_plain)
         if y is not None:
             return y if batched else y.squeeze(0)
+    cl = _tc_channels_last(x, s, op)
     x = _tc_prepare(x, weight, s, p, op, d, 3)
     w = _tc_flip_weight(weight, groups, 3)
-    y = _vc_conv3d(x, w, bias, (1, 1, 1), ((0, 0),) * 3, d, groups)
+    y = _tc_dense(_vc_conv3d(x, w, bias, (1, 1, 1), ((0, 0),) * 3, d, groups), cl)
     return y if batched else y.squeeze(0)
 
 
