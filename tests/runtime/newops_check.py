@@ -2,6 +2,8 @@
 
 * :func:`parity`: forward and every gradient (input, weights / grid) against torch's native op;
 * :func:`nonfinite`: the same with inf / NaN planted in the input (equal NaN and inf positions);
+* :func:`path_runs`: a spy on a runtime helper that may decline (return None), recording per
+  call whether it ran;
 * :func:`candle_graph`: the make_fx forward graph, classified with the verify op table
   (src/candle_port/verify/candle_ops.json): no op on a gradient path that candle cannot
   differentiate, none whose candle gradient is wrong, and none of the ``forbidden`` aten ops.
@@ -80,3 +82,18 @@ def candle_graph(fn: Callable, inputs: Sequence[torch.Tensor], forbidden: Sequen
     assert not bad, f"forbidden ops traced: {sorted(bad)}"
     torch.testing.assert_close(gm(*inputs), fn(*inputs), rtol=0, atol=0, equal_nan=True)
     return names
+
+
+def path_runs(monkeypatch, module, name: str) -> list:
+    """Replace ``module.name`` (a helper that returns None when its path does not apply) by a
+    spy; the returned list gets, per call, whether the path ran (its result was not None)."""
+    ran: list = []
+    real = getattr(module, name)
+
+    def spy(*args):
+        got = real(*args)
+        ran.append(got is not None)
+        return got
+
+    monkeypatch.setattr(module, name, spy)
+    return ran

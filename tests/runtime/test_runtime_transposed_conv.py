@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 import torch
 import torch.nn.functional as F
-from newops_check import candle_graph, nonfinite, parity
+from newops_check import candle_graph, nonfinite, parity, path_runs
 from torch import nn
 
 from candle_port import runtime
@@ -198,15 +198,7 @@ def test_strided_transposed_conv_is_one_plain_conv_per_output_phase(monkeypatch,
     """With dilation 1 and a stride above 1, the transposed convolution runs as prod(stride)
     stride-1 convolutions with the taps of each output residue (no inserted zeros), stacked and
     cut to size: value and input / weight / bias gradients as torch's."""
-    calls = []
-    real = T._tc_polyphase
-
-    def spy(*args):
-        y = real(*args)
-        calls.append(y is not None)
-        return y
-
-    monkeypatch.setattr(T, "_tc_polyphase", spy)
+    calls = path_runs(monkeypatch, T, "_tc_polyphase")
     x, w, b = _tensors((2, 6, 5, 4), (6, 2) + k, 2 * g, dtype)
     parity(
         lambda x, w, b: runtime.conv_transpose2d(x, w, b, s, p, op, g),

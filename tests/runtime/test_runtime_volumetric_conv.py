@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 import torch
 import torch.nn.functional as F
-from newops_check import candle_graph, nonfinite, parity
+from newops_check import candle_graph, nonfinite, parity, path_runs
 from torch import nn
 
 from candle_port import runtime
@@ -139,15 +139,7 @@ def test_strided_conv_transpose3d_runs_one_conv3d_per_output_phase(monkeypatch, 
     interleaved; value and gradients as torch's."""
     from candle_port.runtime import volumetric_conv as V
 
-    ran = []
-    real = V._tc_polyphase
-
-    def spy(*args):
-        y = real(*args)
-        ran.append(y is not None)
-        return y
-
-    monkeypatch.setattr(V, "_tc_polyphase", spy)
+    ran = path_runs(monkeypatch, V, "_tc_polyphase")
     x, w, b = _tensors((2, 4, 3, 4, 5), (4, 3, 3, 3, 2), 3 * g, dtype)
     parity(
         lambda x, w, b: runtime.conv_transpose3d(x, w, b, s, p, op, g),

@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 import torch
 import torch.nn.functional as F
-from newops_check import candle_graph, nonfinite, parity
+from newops_check import candle_graph, nonfinite, parity, path_runs
 from torch import nn
 
 from candle_port import runtime
@@ -174,15 +174,7 @@ def test_contiguous_max_pool3d_by_depth_slices_equals_torch(monkeypatch, args, k
     indices and gradient as torch's, with and without a gradient; the path ran (a spy)."""
     from candle_port.runtime import volumetric_pooling as V
 
-    ran = []
-    real = V.max_by_slices
-
-    def spy(*a):
-        got = real(*a)
-        ran.append(got is not None)
-        return got
-
-    monkeypatch.setattr(V, "max_by_slices", spy)
+    ran = path_runs(monkeypatch, V, "max_by_slices")
     gen = torch.Generator().manual_seed(3)
     shape = (2, 3, 6, 7, 8)
     if kind == "ties":
@@ -214,15 +206,7 @@ def test_depth_slices_not_used_for_channels_last_3d_adaptive_or_a_trace(monkeypa
 
     from candle_port.runtime import volumetric_pooling as V
 
-    ran = []
-    real = V.max_by_slices
-
-    def spy(*a):
-        got = real(*a)
-        ran.append(got is not None)
-        return got
-
-    monkeypatch.setattr(V, "max_by_slices", spy)
+    ran = path_runs(monkeypatch, V, "max_by_slices")
     x = torch.randn(1, 2, 4, 5, 6)
     cl = x.contiguous(memory_format=torch.channels_last_3d)
     assert torch.equal(runtime.max_pool3d(cl, 2), F.max_pool3d(cl, 2))
