@@ -19,7 +19,7 @@ only: a tracer records pooling.py's path. Imports nothing but torch.
 from __future__ import annotations
 
 from functools import lru_cache
-from typing import Callable, List, Sequence, Tuple
+from typing import Callable, Tuple
 
 import torch
 
@@ -40,7 +40,7 @@ def _depth_taps(windows: Tuple[Tuple[int, ...], ...], device: torch.device) -> T
 def max_by_slices(
     x: torch.Tensor,
     meta: torch.Tensor,
-    windows: Sequence[Sequence[int]],
+    windows: Tuple[Tuple[int, ...], ...],
     pool2d: Callable[[torch.Tensor], Tuple[torch.Tensor, torch.Tensor]],
     return_indices: bool,
 ):
@@ -66,7 +66,7 @@ def max_by_slices(
             return None
         planes = planes.reshape(n, c, depth, *out_shape[1:])
         flat = flat.reshape(n, c, depth, *out_shape[1:])
-        taps = _depth_taps(tuple(tuple(wd) for wd in windows), x.device)
+        taps = _depth_taps(windows, x.device)
         y = planes.index_select(2, taps[0])
         chosen = flat.index_select(2, taps[0]) + taps[0].reshape(-1, 1, 1) * (h * w)
         for tap in taps[1:]:
@@ -82,9 +82,13 @@ def max_by_slices(
     return out, match_strides(chosen, meta.stride())
 
 
-def pool_windows(in_size: int, out_size: int, kernel: int, stride: int, padding: int, dilation: int) -> List[List[int]]:
-    """Each output's in-bound input positions along one axis, ascending (ATen's max pool windows)."""
-    return [
-        [d for d in range(o * stride - padding, o * stride - padding + kernel * dilation, dilation) if 0 <= d < in_size]
+@lru_cache(maxsize=64)
+def pool_windows(
+    in_size: int, out_size: int, kernel: int, stride: int, padding: int, dilation: int
+) -> Tuple[Tuple[int, ...], ...]:
+    """Each output's in-bound input positions along one axis, ascending (ATen's max pool
+    windows); cached, as the depth taps built from it are (a model calls a pool with few shapes)."""
+    return tuple(
+        tuple(d for d in range(o * stride - padding, o * stride - padding + kernel * dilation, dilation) if 0 <= d < in_size)
         for o in range(out_size)
-    ]
+    )

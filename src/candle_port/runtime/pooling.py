@@ -50,6 +50,7 @@ import torch.nn.functional as F
 from torch.utils._python_dispatch import _disable_current_modes
 
 from ._layout import match_strides
+from ._pool3d_slices import _depth_taps, pool_windows
 from ._recording import recording, size_constant
 from ._taps import apply_taps, finite_input, taps_from_bounds
 from .bilinear import apply_matrix
@@ -334,6 +335,8 @@ def clear_pooling_cache() -> None:
     _pool_adaptive_avg_matrix.cache_clear()
     _pool_divisor.cache_clear()
     _pool_conv_kernel.cache_clear()
+    _depth_taps.cache_clear()
+    pool_windows.cache_clear()
     _POOL_META_CACHE.clear()
     _POOL_PLANS.clear()
 
