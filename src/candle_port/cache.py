@@ -9,13 +9,13 @@ directory never see a half-written entry; an unreadable entry is simply a miss.
 
 from __future__ import annotations
 
-import hashlib
 import itertools
 import json
 import os
 from pathlib import Path
 
 from candle_port import __version__
+from candle_port.digests import hex_digest, new_digest
 from candle_port.findings import FileError, FileResult, Finding, Severity
 
 DEFAULT_CACHE_DIR = ".candle_port_cache"
@@ -34,7 +34,7 @@ def checker_fingerprint() -> str:
         except OSError:
             continue
         parts.append(f"{relative}:{stat.st_size}:{stat.st_mtime_ns}")
-    return hashlib.sha256("\n".join(parts).encode()).hexdigest()
+    return hex_digest("\n".join(parts).encode())
 
 
 class ResultCache:
@@ -43,7 +43,7 @@ class ResultCache:
         self._salt = f"{__version__}\0{checker_fingerprint()}\0{config_fingerprint}\0".encode()
 
     def key(self, path: str, data: bytes) -> str:
-        digest = hashlib.sha256(self._salt)
+        digest = new_digest(self._salt)
         digest.update(path.encode("utf-8", "surrogateescape") + b"\0")
         digest.update(data)
         return digest.hexdigest()
@@ -80,7 +80,7 @@ class ResultCache:
             "path": result.path,
             "parsed": result.parsed,
             "findings": [_finding_fields(f) for f in result.findings],
-            "error": vars(result.error) if result.error else None,
+            "error": result.error.as_dict() if result.error else None,
             "summary": result.summary,
             "refs": list(result.refs),
             "call_words": sorted(result.call_words) if result.call_words is not None else None,

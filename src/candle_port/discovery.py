@@ -3,18 +3,22 @@
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, field
 from pathlib import Path
 
 from candle_port.config import Config
 from candle_port.findings import FileError
 
 
-@dataclass
 class Discovery:
-    files: list[str] = field(default_factory=list)  # display paths, as given joined with the relative path
-    errors: list[FileError] = field(default_factory=list)
-    empty_directories: list[str] = field(default_factory=list)
+    """What the paths hold: `files` (display paths, as given joined with the relative path), the
+    paths that could not be read, and the directories with no Python file."""
+
+    __slots__ = ("files", "errors", "empty_directories")
+
+    def __init__(self) -> None:
+        self.files: list[str] = []
+        self.errors: list[FileError] = []
+        self.empty_directories: list[str] = []
 
 
 def discover(paths: list[str], config: Config) -> Discovery:

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import enum
-from dataclasses import dataclass, field
+
+from candle_port.records import MutableRecord, Record
 
 
 class Severity(str, enum.Enum):
@@ -13,24 +14,41 @@ class Severity(str, enum.Enum):
     WARNING = "warning"
 
 
-@dataclass(frozen=True)
-class Finding:
-    """One construct that candle cannot train, at a 1-based line and column."""
+class Finding(Record):
+    """One construct that candle cannot train, at a 1-based line and column.
 
-    code: str
-    path: str
-    line: int
-    column: int
-    message: str
-    severity: Severity
-    why: str
-    fixes: tuple[str, ...] = ()
-    end_line: int | None = None
-    # How to rewrite it by hand, for findings no port-fix strategy rewrites (CP105, CP108, CP110).
-    hint: str = ""
-    # A call of a project function or class that passes its mode to the API: the wrapper's qualified
-    # name (the wrapper itself is reported, and rewritten, at the API call inside it).
-    wrapper: str = ""
+    `hint`: how to rewrite it by hand, for findings no port-fix strategy rewrites (CP105, CP108,
+    CP110). `wrapper`: for a call of a project function or class that passes its mode to the API,
+    the wrapper's qualified name (the wrapper itself is reported, and rewritten, at the API call
+    inside it)."""
+
+    __slots__ = ("code", "path", "line", "column", "message", "severity", "why", "fixes", "end_line", "hint", "wrapper")
+
+    def __init__(
+        self,
+        code: str,
+        path: str,
+        line: int,
+        column: int,
+        message: str,
+        severity: Severity,
+        why: str,
+        fixes: tuple[str, ...] = (),
+        end_line: int | None = None,
+        hint: str = "",
+        wrapper: str = "",
+    ) -> None:
+        self.code = code
+        self.path = path
+        self.line = line
+        self.column = column
+        self.message = message
+        self.severity = severity
+        self.why = why
+        self.fixes = fixes
+        self.end_line = end_line
+        self.hint = hint
+        self.wrapper = wrapper
 
     def to_dict(self) -> dict:
         return {
@@ -47,34 +65,48 @@ class Finding:
         }
 
 
-@dataclass(frozen=True)
-class FileError:
+class FileError(Record):
     """A file that could not be checked (unreadable, undecodable, unparsable), and why."""
 
-    path: str
-    reason: str
-    line: int | None = None
-    column: int | None = None
+    __slots__ = ("path", "reason", "line", "column")
+
+    def __init__(self, path: str, reason: str, line: int | None = None, column: int | None = None) -> None:
+        self.path = path
+        self.reason = reason
+        self.line = line
+        self.column = column
 
     def describe(self) -> str:
         where = self.path if self.line is None else f"{self.path}:{self.line}:{self.column or 1}"
         return f"{where}: {self.reason}"
 
 
-@dataclass
-class FileResult:
-    """What checking one file produced."""
+class FileResult(MutableRecord):
+    """What checking one file produced.
 
-    path: str
-    findings: list[Finding] = field(default_factory=list)
-    error: FileError | None = None
-    parsed: bool = False
-    # For the project index (analysis/index.py): what the module exports (ModuleSummary as JSON),
-    # and the qualified names it refers to that another module of the tree may define.
-    summary: dict | None = None
-    refs: tuple[str, ...] = ()
-    # For a file the first pass did not parse: the names it may call a wrapper by (analysis/
-    # mentions.call_words); for one parsed with functions left out: the same words for those
-    # functions (analysis/relevance.recheck_names). A later pass reads it again only when a new
-    # wrapper has one of them.
-    call_words: frozenset[str] | None = None
+    For the project index (analysis/index.py): `summary`, what the module exports (ModuleSummary
+    as JSON), and `refs`, the qualified names it refers to that another module of the tree may
+    define. `call_words`: for a file the first pass did not parse, the names it may call a wrapper
+    by (analysis/mentions.call_words); for one parsed with functions left out, the same words for
+    those functions (analysis/relevance.recheck_names). A later pass reads it again only when a
+    new wrapper has one of them."""
+
+    __slots__ = ("path", "findings", "error", "parsed", "summary", "refs", "call_words")
+
+    def __init__(
+        self,
+        path: str,
+        findings: list[Finding] | None = None,
+        error: FileError | None = None,
+        parsed: bool = False,
+        summary: dict | None = None,
+        refs: tuple[str, ...] = (),
+        call_words: frozenset[str] | None = None,
+    ) -> None:
+        self.path = path
+        self.findings = [] if findings is None else findings
+        self.error = error
+        self.parsed = parsed
+        self.summary = summary
+        self.refs = refs
+        self.call_words = call_words

@@ -9,17 +9,22 @@ on with the others.
 
 from __future__ import annotations
 
+import _thread
 import sys
-import threading
-from typing import Callable, TypeVar
 
 from candle_port.findings import FileError
 
-T = TypeVar("T")
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (2 ms of port-check's start)
+if TYPE_CHECKING:
+    from typing import Callable, TypeVar
+
+    T = TypeVar("T")
 
 DEEP_STACK_BYTES = 512 * 1024 * 1024
 DEEP_RECURSION_LIMIT = 60_000
-_deep_lock = threading.Lock()  # the recursion limit is per process: one deep retry at a time
+# The recursion limit is per process: one deep retry at a time. (`threading` is imported by the
+# retry only: few runs need it.)
+_deep_lock = _thread.allocate_lock()
 
 
 def isolated(path: str, work: Callable[[], T]) -> T | FileError:
@@ -36,6 +41,8 @@ def isolated(path: str, work: Callable[[], T]) -> T | FileError:
 
 
 def _deep_retry(path: str, work: Callable[[], T]) -> T | FileError:
+    import threading
+
     outcome: list = []
 
     def run() -> None:

@@ -7,23 +7,26 @@ touches only the bytes it means to change.
 from __future__ import annotations
 
 import codecs
-import io
 import os
 import stat
-import tokenize
-from dataclasses import dataclass
 from pathlib import Path
+
+from candle_port.records import Record
 
 
 class SourceError(Exception):
     """A file that cannot be read as Python source; the message is the one-line reason."""
 
 
-@dataclass(frozen=True)
-class SourceText:
-    text: str
-    encoding: str = "utf-8"
-    bom: bool = False
+class SourceText(Record):
+    """A file's text, and how it was stored (its encoding and whether it began with a BOM)."""
+
+    __slots__ = ("text", "encoding", "bom")
+
+    def __init__(self, text: str, encoding: str = "utf-8", bom: bool = False) -> None:
+        self.text = text
+        self.encoding = encoding
+        self.bom = bom
 
     def encode(self, text: str | None = None) -> bytes:
         data = (self.text if text is None else text).encode(self.encoding)
@@ -34,12 +37,7 @@ def decode_source(data: bytes) -> SourceText:
     """Decode bytes as Python does (BOM, coding cookie, else UTF-8), or raise SourceError."""
     if b"\x00" in data:
         raise SourceError("binary file (contains NUL bytes), not Python source")
-    try:
-        encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
-    except SyntaxError as exc:
-        if "invalid or missing encoding declaration" not in str(exc):
-            raise SourceError(f"cannot detect encoding: {exc}") from None
-        encoding = "utf-8"  # no cookie and undecodable first lines: report the bad byte below
+    encoding = _declared_encoding(data)
     bom = data.startswith(codecs.BOM_UTF8)
     if bom:
         data = data[len(codecs.BOM_UTF8) :]
@@ -53,6 +51,27 @@ def decode_source(data: bytes) -> SourceText:
     except LookupError:
         raise SourceError(f"unknown encoding {encoding!r} in the coding cookie") from None
     return SourceText(text, "utf-8" if encoding == "utf-8-sig" else encoding, bom)
+
+
+def _declared_encoding(data: bytes) -> str:
+    """The encoding Python reads `data` in: a PEP 263 cookie's, else UTF-8 (a BOM is handled by
+    the caller). tokenize only runs when the first two lines mention "coding" (tokenize costs
+    1 ms of every start to import, and almost no file has a cookie)."""
+    end = data.find(b"\n")
+    if end >= 0:
+        end = data.find(b"\n", end + 1)
+    if b"coding" not in (data if end < 0 else data[:end]):
+        return "utf-8"
+    import io
+    import tokenize
+
+    try:
+        encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
+    except SyntaxError as exc:
+        if "invalid or missing encoding declaration" not in str(exc):
+            raise SourceError(f"cannot detect encoding: {exc}") from None
+        return "utf-8"  # no cookie and undecodable first lines: report the bad byte below
+    return encoding
 
 
 def read_regular_file(path: Path | str) -> tuple[bytes, os.stat_result]:

@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import io
 import re
-import tokenize
 
 _PATTERN = re.compile(r"#\s*port:\s*ignore(?:\[(?P<codes>[^\]]*)\])?", re.IGNORECASE)
 
@@ -16,6 +14,9 @@ def suppressions(text: str) -> dict[int, frozenset[str]]:
     out: dict[int, frozenset[str]] = {}
     if "port:" not in text.lower() or _PATTERN.search(text) is None:
         return out  # tokenizing is for telling comments from strings: only when one may be here
+    import io
+    import tokenize  # here, not at the top: most files have no such comment (1 ms of every start)
+
     try:
         tokens = list(tokenize.generate_tokens(io.StringIO(text).readline))
     except (tokenize.TokenError, SyntaxError, IndentationError):

@@ -7,25 +7,40 @@ but the 6th of `nn.MaxPool2d` is return_indices.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from candle_port.records import Record
 
 
-@dataclass(frozen=True)
-class Api:
-    """One API a rule looks at: its short name, positional parameters and fixed settings."""
+class Api(Record):
+    """One API a rule looks at: its short name, positional parameters and fixed settings.
 
-    name: str
-    params: tuple[str, ...]
-    default_mode: str
-    # Settings the API implies and does not accept (UpsamplingBilinear2d is align_corners=True).
-    implied: dict = field(default_factory=dict, hash=False, compare=False)
-    accepts_mode: bool = True
-    is_module: bool = False
-    # `interpolate` (every resize API), `grid_sample`, `pool`, `conv_transpose`, `adaptive_pool`
-    # or `volumetric` (3-D convolution and pooling, which candle has no op for).
-    family: str = "interpolate"
-    # Defaults of this API's own parameters, over the shared ones in sites.py.
-    defaults: dict = field(default_factory=dict, hash=False, compare=False)
+    `implied`: settings the API implies and does not accept (UpsamplingBilinear2d is
+    align_corners=True). `family`: `interpolate` (every resize API), `grid_sample`, `pool`,
+    `conv_transpose`, `adaptive_pool` or `volumetric` (3-D convolution and pooling, which candle
+    has no op for). `defaults`: defaults of this API's own parameters, over the shared ones in
+    sites.py. The two dicts are not compared."""
+
+    __slots__ = ("name", "params", "default_mode", "implied", "accepts_mode", "is_module", "family", "defaults")
+    _uncompared = frozenset({"implied", "defaults"})
+
+    def __init__(
+        self,
+        name: str,
+        params: tuple[str, ...],
+        default_mode: str,
+        implied: dict | None = None,
+        accepts_mode: bool = True,
+        is_module: bool = False,
+        family: str = "interpolate",
+        defaults: dict | None = None,
+    ) -> None:
+        self.name = name
+        self.params = params
+        self.default_mode = default_mode
+        self.implied = {} if implied is None else implied
+        self.accepts_mode = accepts_mode
+        self.is_module = is_module
+        self.family = family
+        self.defaults = {} if defaults is None else defaults
 
 
 _INTERPOLATE_PARAMS = (

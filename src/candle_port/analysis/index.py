@@ -18,13 +18,13 @@ re-exports in `__init__` modules.
 from __future__ import annotations
 
 import ast
-import hashlib
 import json
-from dataclasses import asdict, dataclass, field
 
 from candle_port.analysis.apis import APIS_BY_QUALIFIED_NAME, Api
 from candle_port.analysis.names import ClassInfo, Collection, Import, Scope, Value, all_params, dotted_name
 from candle_port.analysis.values import literals_of
+from candle_port.digests import hex_digest
+from candle_port.records import MutableRecord, Record
 
 _ENUM_BASES = {"enum.Enum", "enum.StrEnum", "enum.IntEnum", "enum.Flag", "enum.IntFlag"}
 _STR_ENUM_BASES = {"enum.StrEnum", "builtins.str"}
@@ -32,40 +32,76 @@ _MAX_DEPTH = 8
 _WRAPPED_FAMILIES = ("interpolate", "grid_sample")
 
 
-@dataclass(frozen=True)
-class Wrapper:
-    """A function or class that passes its parameter `param` to the mode of the API `api`."""
+class Wrapper(Record):
+    """A function or class that passes its parameter `param` to the mode of the API `api`.
 
-    name: str  # pkg.mod.func, pkg.mod.Class (called as Class(...): its __init__), pkg.mod.Class.method
-    params: tuple[str, ...]  # the parameters a caller passes by position (without self)
-    param: str
-    default: tuple | None  # the literal values of the parameter's default, None when it has none
-    api: str  # the API's qualified name
-    line: int  # the `def` line
-    path: str = ""
-    level: int = 1  # 1: calls the API; 2: calls a level-1 wrapper; ...
+    `name`: pkg.mod.func, pkg.mod.Class (called as Class(...): its __init__) or
+    pkg.mod.Class.method; `params`: the parameters a caller passes by position (without self);
+    `default`: the literal values of the parameter's default, None when it has none; `api`: the
+    API's qualified name; `line`: the `def` line; `level`: 1 calls the API, 2 calls a level-1
+    wrapper, ..."""
+
+    __slots__ = ("name", "params", "param", "default", "api", "line", "path", "level")
+
+    def __init__(
+        self,
+        name: str,
+        params: tuple[str, ...],
+        param: str,
+        default: tuple | None,
+        api: str,
+        line: int,
+        path: str = "",
+        level: int = 1,
+    ) -> None:
+        self.name = name
+        self.params = params
+        self.param = param
+        self.default = default
+        self.api = api
+        self.line = line
+        self.path = path
+        self.level = level
 
 
-@dataclass
-class ModuleSummary:
-    """What one module exports to the index (JSON-able, so it is cached with the file's result)."""
+class ModuleSummary(MutableRecord):
+    """What one module exports to the index (JSON-able, so it is cached with the file's result).
 
-    module: str
-    path: str = ""
-    constants: dict = field(default_factory=dict)  # name -> [values]
-    enums: dict = field(default_factory=dict)  # Class -> {"str": bool, "members": {MEMBER: value}}
-    imports: dict = field(default_factory=dict)  # name -> qualified name (module level, for re-exports)
-    classes: dict = field(default_factory=dict)  # Class -> [qualified base names]
-    wrappers: list = field(default_factory=list)  # Wrapper fields
-    # Candidate wrappers of wrappers: [function key, params, param, default, line, [callee names], keyword, position]
-    passes: list = field(default_factory=list)
-    stars: list = field(default_factory=list)  # modules it star-imports (re-exports)
+    `constants`: name -> [values]; `enums`: Class -> {"str": bool, "members": {MEMBER: value}};
+    `imports`: name -> qualified name (module level, for re-exports); `classes`: Class ->
+    [qualified base names]; `wrappers`: Wrapper fields; `passes`: candidate wrappers of wrappers,
+    [function key, params, param, default, line, [callee names], keyword, position]; `stars`:
+    the modules it star-imports (re-exports)."""
+
+    __slots__ = ("module", "path", "constants", "enums", "imports", "classes", "wrappers", "passes", "stars")
+
+    def __init__(
+        self,
+        module: str,
+        path: str = "",
+        constants: dict | None = None,
+        enums: dict | None = None,
+        imports: dict | None = None,
+        classes: dict | None = None,
+        wrappers: list | None = None,
+        passes: list | None = None,
+        stars: list | None = None,
+    ) -> None:
+        self.module = module
+        self.path = path
+        self.constants = {} if constants is None else constants
+        self.enums = {} if enums is None else enums
+        self.imports = {} if imports is None else imports
+        self.classes = {} if classes is None else classes
+        self.wrappers = [] if wrappers is None else wrappers
+        self.passes = [] if passes is None else passes
+        self.stars = [] if stars is None else stars
 
     def empty(self) -> bool:
         return not (self.constants or self.enums or self.imports or self.classes or self.wrappers or self.passes or self.stars)
 
     def to_json(self) -> dict:
-        return dict(vars(self))
+        return self.as_dict()
 
     @staticmethod
     def from_json(raw: dict) -> "ModuleSummary":
@@ -130,7 +166,7 @@ def summarize(module: str, path: str, builder, resolver, sites) -> ModuleSummary
     for site in sites:
         wrapper = _wrapper_of_site(site, module, path)
         if wrapper is not None and all(w["name"] != wrapper.name or w["param"] != wrapper.param for w in summary.wrappers):
-            summary.wrappers.append(dict(vars(wrapper)))
+            summary.wrappers.append(wrapper.as_dict())
     summary.passes = _parameter_passes(builder, resolver, module)
     summary.stars = list(scope.star_imports)
     return summary
@@ -713,13 +749,13 @@ class ProjectIndex:
                     used.append([ref, value])
         if not used:
             return None
-        return hashlib.sha256(json.dumps(used, sort_keys=True, default=repr).encode()).hexdigest()
+        return hex_digest(json.dumps(used, sort_keys=True, default=repr).encode())
 
     def for_workers(self) -> "ProjectIndex":
         """The same answers without the fixed point's input (smaller to send to each worker)."""
         out = ProjectIndex.__new__(ProjectIndex)
         out.modules = {
-            name: ModuleSummary(**{**vars(s), "passes": []}) for name, s in self.modules.items()
+            name: s.replace(passes=[]) for name, s in self.modules.items()
         }
         out.wrappers = self.wrappers
         out._digests = dict(self._digests)
@@ -731,9 +767,9 @@ class ProjectIndex:
         if cached is None:
             payload = {
                 "modules": {name: [s.constants, s.enums, s.imports, s.classes] for name, s in sorted(self.modules.items())},
-                "wrappers": sorted(asdict(w).__repr__() for w in self.wrappers.values()),
+                "wrappers": sorted(repr(w.as_dict()) for w in self.wrappers.values()),
             }
-            cached = hashlib.sha256(json.dumps(payload, sort_keys=True, default=repr).encode()).hexdigest()
+            cached = hex_digest(json.dumps(payload, sort_keys=True, default=repr).encode())
             self._digests["*"] = cached
         return cached
 

@@ -19,7 +19,8 @@ corpus: 214 files parsed for nothing before). tests/test_check_mentions.py has t
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+
+from candle_port.records import Record
 
 _HEAD = re.compile(r"[ \t]*(?:from[ \t]+[.\w]+[ \t]+)?\Z")  # what may precede `import` on its line
 _WORD = re.compile(r"[A-Za-z_]\w*")
@@ -69,15 +70,21 @@ def call_words(text: str, spans=None) -> frozenset[str]:
     return frozenset(words)
 
 
-@dataclass(frozen=True)
-class WrapperCallFilter:
-    """The textual test for "may call one of these wrappers", built once per index."""
+class WrapperCallFilter(Record):
+    """The textual test for "may call one of these wrappers", built once per index.
 
-    functions: frozenset[str]  # module-level functions and classes: the called name
-    methods: frozenset[tuple[str, str]]  # (Class, method)
-    # For each function: the parts of the modules that define or re-export it. `.fn(` can call it
-    # only on a module imported by a statement that names one of them (`import kornia as K`).
-    gateways: dict = field(default_factory=dict, compare=False)
+    `functions`: module-level functions and classes (the called name); `methods`: (Class,
+    method); `gateways` (not compared): for each function, the parts of the modules that define
+    or re-export it. `.fn(` can call it only on a module imported by a statement that names one
+    of them (`import kornia as K`)."""
+
+    __slots__ = ("functions", "methods", "gateways")
+    _uncompared = frozenset({"gateways"})
+
+    def __init__(self, functions: frozenset[str], methods: frozenset[tuple[str, str]], gateways: dict | None = None) -> None:
+        self.functions = functions
+        self.methods = methods
+        self.gateways = {} if gateways is None else gateways
 
     @classmethod
     def for_names(cls, qualified: list[tuple[str, str]]) -> "WrapperCallFilter":

@@ -14,31 +14,46 @@ The walk uses an explicit stack, never Python recursion: valid code with a 500-t
 from __future__ import annotations
 
 import ast
-from dataclasses import dataclass, field
+
+from candle_port.records import Record
 
 _MAX_ALIAS_DEPTH = 8
 
 
-@dataclass(eq=False)
 class ClassInfo:
     """A class defined in this module: its bases (resolved later) and whether it has __init__."""
 
-    node: ast.ClassDef
-    scope: "Scope"
-    defines_init: bool
+    __slots__ = ("node", "scope", "defines_init")
+
+    def __init__(self, node: ast.ClassDef, scope: "Scope", defines_init: bool) -> None:
+        self.node = node
+        self.scope = scope
+        self.defines_init = defines_init
 
 
-@dataclass(frozen=True)
-class Import:
-    qualified_name: str
+class Import(Record):
+    """`import a.b` / `from a import b`: the name holds the module or object `qualified_name`."""
+
+    __slots__ = ("qualified_name",)
+
+    def __init__(self, qualified_name: str) -> None:
+        self.qualified_name = qualified_name
 
 
-@dataclass(frozen=True, eq=False)
-class Alias:
+class _Assigned:
+    """A name bound by an assignment: the expression and the scope it is evaluated in."""
+
+    __slots__ = ("expression", "scope")
+
+    def __init__(self, expression: ast.expr, scope: "Scope") -> None:
+        self.expression = expression
+        self.scope = scope
+
+
+class Alias(_Assigned):
     """`x = <dotted expression>`: x holds whatever the expression resolves to."""
 
-    expression: ast.expr
-    scope: "Scope"
+    __slots__ = ()
 
 
 class _Local:
@@ -51,53 +66,58 @@ class _Local:
 LOCAL = _Local()
 
 
-@dataclass(frozen=True, eq=False)
-class Collection:
+class Collection(_Assigned):
     """`x = (a, b)` / `[a, b]` / `{"k": a}`: a literal collection, whose items may be layer classes
     (`POOLS[dim - 1](...)` picks one at run time)."""
 
-    expression: ast.expr
-    scope: "Scope"
+    __slots__ = ()
 
 
-@dataclass(frozen=True, eq=False)
-class Value:
+class Value(_Assigned):
     """`x = <any other expression>` (a literal, a call): kept so that module constants can be read."""
 
-    expression: ast.expr
-    scope: "Scope"
+    __slots__ = ()
 
 
-@dataclass(eq=False)
 class FunctionInfo:
-    """A function or method defined in this module (a wrapper candidate)."""
+    """A function or method defined in this module (a wrapper candidate): `scope` is where it is
+    defined, `body_scope` the scope of its body."""
 
-    node: ast.FunctionDef | ast.AsyncFunctionDef
-    scope: "Scope"  # where it is defined
-    body_scope: "Scope | None" = None
+    __slots__ = ("node", "scope", "body_scope")
+
+    def __init__(self, node: ast.FunctionDef | ast.AsyncFunctionDef, scope: "Scope", body_scope: "Scope | None" = None) -> None:
+        self.node = node
+        self.scope = scope
+        self.body_scope = body_scope
 
 
 Binding = Import | Alias | ClassInfo | Collection | Value | FunctionInfo | _Local
 
 
-@dataclass(frozen=True)
-class Param:
+class Param(Record):
     """A function parameter: its name and literal-or-not default expression."""
 
-    name: str
-    default: ast.expr | None
-    node: ast.arg
+    __slots__ = ("name", "default", "node")
+
+    def __init__(self, name: str, default: ast.expr | None, node: ast.arg) -> None:
+        self.name = name
+        self.default = default
+        self.node = node
 
 
-@dataclass(eq=False)
 class Scope:
-    kind: str  # "module", "class", "function", "comprehension"
-    parent: "Scope | None"
-    node: ast.AST | None = None
-    bindings: dict[str, list[Binding]] = field(default_factory=dict)
-    global_names: set[str] = field(default_factory=set)
-    star_imports: list[str] = field(default_factory=list)
-    parameters: dict[str, Param] = field(default_factory=dict)
+    """Where names are bound: `kind` is "module", "class", "function" or "comprehension"."""
+
+    __slots__ = ("kind", "parent", "node", "bindings", "global_names", "star_imports", "parameters")
+
+    def __init__(self, kind: str, parent: "Scope | None", node: ast.AST | None = None) -> None:
+        self.kind = kind
+        self.parent = parent
+        self.node = node
+        self.bindings: dict[str, list[Binding]] = {}
+        self.global_names: set[str] = set()
+        self.star_imports: list[str] = []
+        self.parameters: dict[str, Param] = {}
 
     def bind(self, name: str, binding: Binding) -> None:
         target = self.module() if name in self.global_names else self

@@ -9,7 +9,6 @@ A site is a call that resolves to one of the APIs in apis.py under any import fo
 from __future__ import annotations
 
 import ast
-from dataclasses import dataclass, field
 
 from candle_port.analysis.apis import APIS_BY_QUALIFIED_NAME, PARTIAL_QUALIFIED_NAMES, Api
 from candle_port.analysis.grad_mode import no_grad_reason
@@ -26,33 +25,85 @@ _DEFAULTS = {
 }
 
 
-@dataclass(eq=False)
 class Site:
-    """One call of an upsampling/sampling API, with its arguments bound to parameter names."""
+    """One call of an upsampling/sampling API, with its arguments bound to parameter names.
 
-    call: ast.Call
-    api: Api
-    qualified_name: str
-    # "call", "partial" (functools.partial of the API), "subclass" (local nn.Upsample subclass),
-    # "chosen" (a layer class indexed out of a literal collection at run time: `POOLS[dim - 1](...)`),
-    # "picked" (the same with a literal index: decided), "wrapper" (a call of a project function or
-    # class that passes one of its parameters through to the API's mode: `resize(x, mode='bilinear')`)
-    kind: str
-    scope: Scope
-    resolver: Resolver
-    arguments: dict[str, ast.expr] = field(default_factory=dict)
-    star_args: bool = False
-    star_kwargs: bool = False
-    subclass: ClassInfo | None = None
-    # `with torch.no_grad()` / `@torch.inference_mode()` when the call runs with gradients off (grad_mode.py).
-    no_grad: str | None = None
-    chosen_from: str | None = None  # `POOLS[dim - 1]`, for kinds "chosen" and "picked"
-    source: Source | None = None
-    lookup: object = None  # decides names from the project index (values.Lookup)
-    # kind "wrapper": the wrapper's qualified name, and the mode its default gives when not passed.
-    wrapper: str = ""
-    wrapper_default: tuple | None = None
-    subclass_name: str = ""
+    `kind`: "call", "partial" (functools.partial of the API), "subclass" (local nn.Upsample
+    subclass), "chosen" (a layer class indexed out of a literal collection at run time:
+    `POOLS[dim - 1](...)`), "picked" (the same with a literal index: decided), "wrapper" (a call
+    of a project function or class that passes one of its parameters through to the API's mode:
+    `resize(x, mode='bilinear')`). `no_grad`: `with torch.no_grad()` / `@torch.inference_mode()`
+    when the call runs with gradients off (grad_mode.py). `chosen_from`: `POOLS[dim - 1]`, for
+    kinds "chosen" and "picked". `lookup` decides names from the project index (values.Lookup).
+    For kind "wrapper": `wrapper`, the wrapper's qualified name, and `wrapper_default`, the mode
+    its default gives when not passed."""
+
+    __slots__ = (
+        "call",
+        "api",
+        "qualified_name",
+        "kind",
+        "scope",
+        "resolver",
+        "arguments",
+        "star_args",
+        "star_kwargs",
+        "subclass",
+        "no_grad",
+        "chosen_from",
+        "source",
+        "lookup",
+        "wrapper",
+        "wrapper_default",
+        "subclass_name",
+    )
+
+    def __init__(
+        self,
+        call: ast.Call,
+        api: Api,
+        qualified_name: str,
+        kind: str,
+        scope: Scope,
+        resolver: Resolver,
+        arguments: dict[str, ast.expr] | None = None,
+        star_args: bool = False,
+        star_kwargs: bool = False,
+        subclass: ClassInfo | None = None,
+        no_grad: str | None = None,
+        chosen_from: str | None = None,
+        source: Source | None = None,
+        lookup: object = None,
+        wrapper: str = "",
+        wrapper_default: tuple | None = None,
+        subclass_name: str = "",
+    ) -> None:
+        self.call = call
+        self.api = api
+        self.qualified_name = qualified_name
+        self.kind = kind
+        self.scope = scope
+        self.resolver = resolver
+        self.arguments = {} if arguments is None else arguments
+        self.star_args = star_args
+        self.star_kwargs = star_kwargs
+        self.subclass = subclass
+        self.no_grad = no_grad
+        self.chosen_from = chosen_from
+        self.source = source
+        self.lookup = lookup
+        self.wrapper = wrapper
+        self.wrapper_default = wrapper_default
+        self.subclass_name = subclass_name
+
+    def replace(self, **changes) -> "Site":
+        """A copy of this site with `changes` (port-fix moves a site onto its rewritten call)."""
+        copy = Site.__new__(Site)
+        for name in Site.__slots__:
+            setattr(copy, name, changes.pop(name) if name in changes else getattr(self, name))
+        if changes:
+            raise TypeError(f"Site has no field {', '.join(sorted(changes))}")
+        return copy
 
     def value(self, name: str) -> Value:
         """The static value of parameter `name` at this site (bound, implied or default)."""
@@ -108,18 +159,32 @@ class Site:
         return f"`{value.source}`"
 
 
-@dataclass
 class Scan:
-    """The sites of a module, and the scope analysis they came from."""
+    """The sites of a module, and the scope analysis they came from. `summary`: what this module
+    exports to the project index (index.ModuleSummary); `refs`: index.external_refs; `wrappers`:
+    the names this module's own wrappers are called by."""
 
-    sites: list[Site]
-    builder: ScopeBuilder | None = None
-    resolver: Resolver | None = None
-    tree: ast.Module | None = None
-    source: Source | None = None
-    summary: object = None  # index.ModuleSummary: what this module exports to the project index
-    refs: set = field(default_factory=set)  # index.external_refs
-    wrappers: list = field(default_factory=list)  # the names this module's own wrappers are called by
+    __slots__ = ("sites", "builder", "resolver", "tree", "source", "summary", "refs", "wrappers")
+
+    def __init__(
+        self,
+        sites: list[Site],
+        builder: ScopeBuilder | None = None,
+        resolver: Resolver | None = None,
+        tree: ast.Module | None = None,
+        source: Source | None = None,
+        summary: object = None,
+        refs: set | None = None,
+        wrappers: list | None = None,
+    ) -> None:
+        self.sites = sites
+        self.builder = builder
+        self.resolver = resolver
+        self.tree = tree
+        self.source = source
+        self.summary = summary
+        self.refs = set() if refs is None else refs
+        self.wrappers = [] if wrappers is None else wrappers
 
 
 def find_sites(tree: ast.Module, text: str = "") -> list[Site]:

@@ -5,8 +5,8 @@ from __future__ import annotations
 import ast
 import re
 from itertools import accumulate
-from dataclasses import dataclass
-from typing import Callable
+
+from candle_port.records import Record
 
 _LINE_END = re.compile(r"\r\n|\r|\n")
 
@@ -58,8 +58,7 @@ def code_of(node: ast.AST, source: Source | None = None) -> str:
         return "<expression>"
 
 
-@dataclass(frozen=True)
-class Value:
+class Value(Record):
     """An argument as far as static analysis can tell.
 
     `known` is true when every value the expression can take is in `candidates` (a literal, or a
@@ -67,11 +66,14 @@ class Value:
     a module constant, an enum member's `.value`). `omitted` means the API default applies.
     """
 
-    known: bool
-    candidates: tuple = ()
-    source: str = ""
-    omitted: bool = False
-    node: ast.expr | None = None
+    __slots__ = ("known", "candidates", "source", "omitted", "node")
+
+    def __init__(self, known: bool, candidates: tuple = (), source: str = "", omitted: bool = False, node: ast.expr | None = None) -> None:
+        self.known = known
+        self.candidates = candidates
+        self.source = source
+        self.omitted = omitted
+        self.node = node
 
     @property
     def single(self):
@@ -86,8 +88,12 @@ def unknown_from_splat(source: str) -> Value:
     return Value(False, (), source=source)
 
 
-# Decides a name or attribute (`_MODE`, `InterpolateMode.BILINEAR.value`): its literal values, or None.
-Lookup = Callable[[ast.expr], "list | None"]
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (2 ms of port-check's start)
+if TYPE_CHECKING:
+    from typing import Callable
+
+    # Decides a name or attribute (`_MODE`, `InterpolateMode.BILINEAR.value`): its literal values, or None.
+    Lookup = Callable[[ast.expr], "list | None"]
 
 
 def evaluate(node: ast.expr, source: Source | None = None, lookup: Lookup | None = None) -> Value:

@@ -9,6 +9,8 @@ take the same flags; the help of the options port-fix also takes is shared (sett
 from __future__ import annotations
 
 import argparse
+import os
+import sys
 from pathlib import Path
 
 from candle_port.cli.settings import HELP
@@ -22,6 +24,28 @@ def _jobs(value: str) -> int:
     if jobs < 1:
         raise argparse.ArgumentTypeError(f"{jobs} is below 1")
     return jobs
+
+
+class _Formatter(argparse.HelpFormatter):
+    """argparse's help formatter at the terminal's width, found as shutil.get_terminal_size finds
+    it (COLUMNS, else the terminal, else 80) without importing shutil: argparse imports it for
+    every parser it builds, help or not (2 ms of port-check's start)."""
+
+    def __init__(self, prog: str) -> None:
+        super().__init__(prog, width=_columns() - 2)
+
+
+def _columns() -> int:
+    try:
+        columns = int(os.environ.get("COLUMNS", "0"))
+    except ValueError:
+        columns = 0
+    if columns <= 0:
+        try:
+            columns = os.get_terminal_size(sys.__stdout__.fileno()).columns
+        except (AttributeError, ValueError, OSError):
+            columns = 0
+    return columns or 80
 
 
 class _Version(argparse.Action):
@@ -40,6 +64,7 @@ def parser(prog: str) -> argparse.ArgumentParser:
 
     p = argparse.ArgumentParser(
         prog=prog,
+        formatter_class=_Formatter,
         description="Find every construct that candle cannot train (bilinear upsampling, grid_sample, ...).",
     )
     p.add_argument("paths", nargs="*", metavar="PATHS", help=HELP["paths"])

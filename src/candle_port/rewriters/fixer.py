@@ -14,7 +14,6 @@ text is left unchanged and the result carries an error.
 from __future__ import annotations
 
 import ast
-import dataclasses
 import sys
 from dataclasses import dataclass, field
 
@@ -291,7 +290,7 @@ def _cst_site(site: Site, call: cst.Call) -> Site:
         if position < len(site.api.params):
             arguments[site.api.params[position]] = arg
         position += 1
-    return dataclasses.replace(site, call=call, arguments=arguments)
+    return site.replace(call=call, arguments=arguments)
 
 
 def _rewrite(module: cst.Module, tree: ast.Module, text: str, planned, strategy: str, vendored_module, result: FixResult, fast: bool) -> str:

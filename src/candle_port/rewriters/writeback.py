@@ -48,9 +48,10 @@ class WriteFailed(Exception):
     """The file could not be written (the new text does not compile, a bad target)."""
 
 
-@dataclass(frozen=True)
 class NotWritten(FileError):
     """A file port-fix would have changed but left untouched to protect it (exit 4)."""
+
+    __slots__ = ()
 
 
 @dataclass(frozen=True)

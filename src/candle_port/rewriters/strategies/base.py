@@ -10,13 +10,13 @@ from __future__ import annotations
 
 import ast
 import math
-from dataclasses import dataclass
-from typing import TYPE_CHECKING
-
-if TYPE_CHECKING:  # libcst only where a file is rewritten: port-check imports these refusals
-    import libcst as cst
 
 from candle_port.analysis.sites import Site
+from candle_port.records import Record
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (2 ms of port-check's start)
+if TYPE_CHECKING:  # libcst only where a file is rewritten: port-check imports these refusals
+    import libcst as cst
 
 RUNTIME_MODULE = "candle_port.runtime"
 VENDORED_MODULE_NAME = "candle_port_runtime"
@@ -26,12 +26,14 @@ RUNTIME_FAMILIES = ("interpolate", "pool", "adaptive_pool")
 CONVERT_HINT = "or convert the built model with candle_port.runtime.convert (docs/convert.md)"
 
 
-@dataclass(frozen=True)
-class Target:
+class Target(Record):
     """Where the replacement callees live: `import <module> as <alias>`, then `<alias>.<attr>`."""
 
-    module: str
-    preferred_alias: str
+    __slots__ = ("module", "preferred_alias")
+
+    def __init__(self, module: str, preferred_alias: str) -> None:
+        self.module = module
+        self.preferred_alias = preferred_alias
 
 
 class Strategy:
