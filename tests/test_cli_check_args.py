@@ -71,6 +71,23 @@ def test_port_check_starts_without_dataclasses_typing_or_openssl(tree: Path):
     assert done.returncode == 0, done.stderr
 
 
+def test_port_check_on_clean_files_starts_no_worker_and_no_analysis(tmp_path: Path):
+    """A pre-commit run on files that name no API: read and screened in the main process, no
+    worker forked, the analysis never imported (17 ms of a 60 ms run)."""
+    (tmp_path / "clean.py").write_text("import os\nprint(os.sep)\n")
+    (tmp_path / "notes.py").write_text("# F.interpolate(x, mode='bilinear') in a comment only\n")
+    code = (
+        "import sys; from candle_port.cli.entry import port_check_entry\n"
+        f"sys.argv = ['port-check', '--no-cache', {str(tmp_path)!r}]\n"
+        "try:\n    port_check_entry()\nexcept SystemExit as exit:\n    assert exit.code == 0, exit.code\n"
+        "loaded = [m for m in ('candle_port.forked', 'candle_port.analysis.sites', 'candle_port.checker') if m in sys.modules]\n"
+        "assert not loaded, loaded\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    assert "Checked 2 files" in done.stderr
+
+
 def test_options_and_paths_mix(tree: Path):
     done = port_check(str(tree / "a.py"), "--select", "CP103", str(tree / "b.py"), "--no-cache")
     assert done.returncode == 1, done.stderr

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from candle_port.cli.progress import progress_factory, wants_progress
-from candle_port.rules import all_rules
+from candle_port.rules import all_rules, rule_codes
 from tests.conftest import run_tool
 
 
@@ -17,6 +17,13 @@ def test_rules_lists_every_rule():
     assert lines["CP106"].endswith("[fix: runtime]") and lines["CP109"].endswith("[fix: runtime]")
     # grid_sample, transposed and 3-D convolutions: runtime drop-ins since issue 13.
     assert lines["CP105"].endswith("[fix: runtime]") and lines["CP110"].endswith("[fix: runtime]")
+
+
+def test_rule_codes_from_module_names_are_the_rules_codes():
+    """port-check validates --select/--ignore against the codes in the rule modules' names (no rule
+    imported); each module must be named after the code of the one rule it holds."""
+    assert rule_codes() == tuple(rule.code for rule in all_rules())
+    assert len(set(rule_codes())) == len(rule_codes()) >= 10
 
 
 def test_rules_explains_one_with_why_source_and_examples():

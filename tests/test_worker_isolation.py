@@ -101,3 +101,38 @@ def test_a_parser_crash_in_a_one_process_check_costs_only_its_file(tmp_path):
     report = check_paths([str(tmp_path)], Config(), jobs=1)
     assert [os.path.basename(f.path) for f in report.findings if f.path.endswith("good.py")] == ["good.py"]
     assert all(e.path.endswith("bad.py") for e in report.errors)
+
+
+def test_screening_a_small_tree_in_the_main_process_changes_no_result(tmp_path, monkeypatch):
+    """A one-worker run reads its files in the main process first and sends only those that need
+    the parser to a worker (engine._first_pass); every result, error and wrapper call is what a
+    run that reads every file in its worker gives."""
+    from candle_port import engine
+
+    (tmp_path / "__init__.py").write_text("")
+    (tmp_path / "clean.py").write_text("import os\n")
+    (tmp_path / "site.py").write_text(BILINEAR)
+    (tmp_path / "comment.py").write_text("# F.interpolate(x, mode='bilinear')\n")
+    (tmp_path / "binary.py").write_bytes(b"\x00\x01")
+    (tmp_path / "latin.py").write_bytes(b"x = '\xe9'\n")  # not UTF-8 and no cookie
+    (tmp_path / "wrap.py").write_text(
+        "import torch.nn.functional as F\n\ndef resize(x, mode='nearest'):\n    return F.interpolate(x, scale_factor=2, mode=mode)\n"
+    )
+    (tmp_path / "user.py").write_text("from .wrap import resize\ny = resize(x, mode='bilinear')\n")
+
+    def summary(report):
+        return (
+            [(os.path.basename(r.path), r.parsed, r.call_words) for r in report.results],
+            sorted((os.path.basename(f.path), f.line, f.code, f.wrapper) for f in report.findings),
+            sorted((os.path.basename(e.path), e.reason) for e in report.errors),
+        )
+
+    screened = summary(check_paths([str(tmp_path)], Config(), jobs=1))
+    calls = []
+    real = engine.screen_file
+    monkeypatch.setattr(engine, "screen_file", lambda path: calls.append(path) or None)
+    in_workers = summary(check_paths([str(tmp_path)], Config(), jobs=1))
+    assert len(calls) == 8 and screened == in_workers
+    assert ("user.py", 2, "CP101", f"{tmp_path.name}.wrap.resize") in screened[1]
+    assert [name for name, _ in screened[2]] == ["binary.py", "latin.py"]
+    assert real(str(tmp_path / "site.py")) is None and real(str(tmp_path / "clean.py")).parsed is False

@@ -48,21 +48,21 @@ def unknown_codes(codes: tuple[str, ...]) -> list[str]:
 
     A typo in select/ignore would otherwise select nothing and report "no findings" silently.
     """
-    from candle_port.rules import all_rules
+    from candle_port.rules import rule_codes
 
-    known = [rule.code for rule in all_rules()]
+    known = rule_codes()
     return [code for code in codes if not any(k.startswith(code) for k in known)]
 
 
 def check_codes(codes: tuple[str, ...], where: str, exact: bool = False) -> None:
     """ConfigError naming each unknown code in `codes` and the known ones (`exact`: no prefixes)."""
-    from candle_port.rules import all_rules
+    from candle_port.rules import rule_codes
 
     bad = unknown_codes(codes)
     if exact:
-        bad = [code for code in codes if code not in {rule.code for rule in all_rules()}]
+        bad = [code for code in codes if code not in rule_codes()]
     if bad:
-        known = ", ".join(rule.code for rule in all_rules())
+        known = ", ".join(rule_codes())
         raise ConfigError(f"{where}: unknown rule code(s) {', '.join(bad)} (known: {known}, or a prefix such as CP1)")
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import gc
+import os
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -11,7 +12,7 @@ from candle_port.config import Config
 from candle_port.discovery import discover
 from candle_port.findings import FileError, FileResult, Finding
 from candle_port.isolation import isolated
-from candle_port.parallel import map_files, workers_inherit_memory
+from candle_port.parallel import map_files, runs_in_parallel, workers_inherit_memory
 from candle_port.prefilter import is_vendored_runtime, may_hold_sites
 from candle_port.sources import SourceError, load_source
 
@@ -63,15 +64,9 @@ def check_file(
         data, source = load_source(path)
     except SourceError as exc:
         return FileResult(path, error=FileError(path, str(exc)))
-    if is_vendored_runtime(source.text):
-        return FileResult(path)
-    if known_without_sites or not may_hold_sites(source.text):
-        if index is None:
-            from candle_port.analysis.mentions import call_words
-
-            return FileResult(path, call_words=call_words(source.text))
-        if not index.mentioned_in(source.text):
-            return FileResult(path)
+    unparsed = _without_parse(path, source.text, index, known_without_sites)
+    if unparsed is not None:
+        return unparsed
     key = cache.key(path, data + (b"\0index\0" + digest.encode() if index is not None else b"")) if cache is not None else None
     if cache is not None and key is not None:
         hit = cache.get(key)
@@ -89,6 +84,63 @@ def check_file(
     if cache is not None and key is not None:
         cache.put(key, result)
     return result
+
+
+def _without_parse(path: str, text: str, index=None, known_without_sites: bool = False) -> FileResult | None:
+    """The result of a file that needs no parse (the vendored runtime; no API name written in it,
+    so the first pass keeps only the names it may call a wrapper by, and a later pass skips it
+    unless it mentions a wrapper), else None."""
+    if is_vendored_runtime(text):
+        return FileResult(path)
+    if known_without_sites or not may_hold_sites(text):
+        if index is None:
+            from candle_port.analysis.mentions import call_words
+
+            return FileResult(path, call_words=call_words(text))
+        if not index.mentioned_in(text):
+            return FileResult(path)
+    return None
+
+
+# Larger files are read in a worker only (under its memory limit), never screened in the main process.
+_SCREEN_MAX_BYTES = 4 << 20
+
+
+def screen_file(path: str) -> FileResult | None:
+    """check_file's first pass for a file that needs no parse (unreadable, or `_without_parse`),
+    else None. Text work only (no parser, no analysis), so it runs in the main process."""
+    try:
+        if os.path.getsize(path) > _SCREEN_MAX_BYTES:
+            return None
+    except OSError:
+        return None  # the worker reports it
+    try:
+        _, source = load_source(path)
+    except SourceError as exc:
+        return FileResult(path, error=FileError(path, str(exc)))
+    return _without_parse(path, source.text)
+
+
+def _first_pass(files: list[str], config: Config, cache_dir: str | None, jobs: int | None, progress) -> list[FileResult]:
+    """Every file alone. A run on one worker (a few files: pre-commit, an editor, a small package)
+    reads them here first and starts a worker, and imports the analysis, only for the files that
+    need the parser: a worker costs about 7 ms of CPU (the fork, then the pages it writes) and the
+    analysis 10 ms to import, most of a run on one clean file. A parallel run reads every file in
+    its workers."""
+    args = (config, cache_dir, None, None, frozenset())
+    if runs_in_parallel(len(files), jobs):
+        _load_the_checker()
+        return map_files(_check_chunk, files, args, jobs, progress, on_crash=_worker_died)
+    results = [screen_file(path) for path in files]
+    todo = [i for i, result in enumerate(results) if result is None]
+    if progress and len(todo) < len(files):
+        progress(len(files) - len(todo))
+    if todo:
+        _load_the_checker()
+        parsed = map_files(_check_chunk, [files[i] for i in todo], args, jobs, progress, on_crash=_worker_died)
+        for i, result in zip(todo, parsed):
+            results[i] = result
+    return results  # type: ignore[return-value]
 
 
 def _worker_died(path: str, cause: str = "the worker process died") -> FileResult:
@@ -159,11 +211,13 @@ def check_files_with_index(
     """(results, the project index or None). Two passes: every file alone (its sites, and its summary for the project index), then the
     files whose findings depend on the index (a wrapper call, an imported constant, enum or
     subclass) again, with it. Both run on every core and use the cache."""
+    results = _first_pass(files, config, cache_dir, jobs, progress)
+    _summarize_value_modules(files, results)
+    if not any(r.summary for r in results):
+        return results, None
     _load_the_checker()
-    results = map_files(_check_chunk, files, (config, cache_dir, None, None, frozenset()), jobs, progress, on_crash=_worker_died)
     from candle_port.analysis.index import ModuleSummary, ProjectIndex
 
-    _summarize_value_modules(files, results)
     used: dict[int, str | None] = {}  # the index digest each file was last checked with
     names_seen: set[str] = set()
     index = None

@@ -1,7 +1,8 @@
 """Run a per-file function over many files in worker processes, so that no file can stop the run.
 
 Every file is processed in a worker process (on Linux, started by fork; with -j1 or a small
-tree, one worker), never in the main one: libcst's native parser can crash the
+tree, one worker), never in the main one (port-check reads a small tree's files in the main
+process first, with no parser, to skip those that need none: engine._first_pass): libcst's native parser can crash the
 process (SIGSEGV on deep nesting), abort it when an allocation fails, or take minutes on hostile
 input, and none of that can be caught in the process it happens in. Each worker runs under limits
 (WORKER_MEMORY_BYTES of address space beyond what it started with; FILE_CPU_SECONDS of CPU per
@@ -271,6 +272,12 @@ def death_cause(exitcode: int | None) -> str:
     return f"the worker was killed by {name}"
 
 
+def runs_in_parallel(count: int, jobs: int | None = None) -> bool:
+    """Whether map_files runs `count` files on several workers (else on one, or in-process)."""
+    jobs = jobs or os.cpu_count() or 1
+    return jobs > 1 and count >= PARALLEL_THRESHOLD
+
+
 def map_files(
     work: Callable[[tuple], list[T]],
     files: Sequence[str],
@@ -291,7 +298,7 @@ def map_files(
     `note` (None: the side effect did not happen, the file is redone or is `on_crash`'s).
     """
     jobs = jobs or os.cpu_count() or 1
-    parallel = jobs > 1 and len(files) >= PARALLEL_THRESHOLD
+    parallel = runs_in_parallel(len(files), jobs)
     if not files:
         return []
     if not parallel and (on_crash is None or not _can_fork()):
