@@ -209,6 +209,9 @@ _WITH_LISTS = {
 _COMPREHENSIONS = (ast.ListComp, ast.SetComp, ast.GeneratorExp, ast.DictComp)
 
 
+_LEAVES = frozenset({ast.Name, ast.Constant})
+
+
 class ScopeBuilder:
     """Collects bindings per scope and every call with the scope it sits in, iteratively."""
 
@@ -237,7 +240,10 @@ class ScopeBuilder:
             if children is None:
                 continue
             for child in reversed(children):
-                push((child, scope, contexts))
+                # A name or a constant binds nothing and holds no call (_visit skips it): half of
+                # the nodes, never pushed.
+                if type(child) not in _LEAVES:
+                    push((child, scope, contexts))
         return self
 
     def release(self) -> None:
