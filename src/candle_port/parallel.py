@@ -1,8 +1,9 @@
 """Run a per-file function over many files in worker processes, so that no file can stop the run.
 
 Every file is processed in a worker process (on Linux, started by fork; with -j1 or a small
-tree, one worker), never in the main one (port-check reads a small tree's files in the main
-process first, with no parser, to skip those that need none: engine._first_pass): libcst's native parser can crash the
+tree, one worker), never in the main one (port-check and port-fix read a small tree's files
+in the main process first, with no parser, to skip those that need none: engine._first_pass,
+rewriters/files.py): libcst's native parser can crash the
 process (SIGSEGV on deep nesting), abort it when an allocation fails, or take minutes on hostile
 input, and none of that can be caught in the process it happens in. Each worker runs under limits
 (WORKER_MEMORY_BYTES of address space beyond what it started with; FILE_CPU_SECONDS of CPU per

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import ast
 import sys
-from dataclasses import dataclass, field
 
 import libcst as cst
 
@@ -26,70 +25,10 @@ from candle_port.config import Config
 from candle_port.findings import FileError
 from candle_port.prefilter import may_hold_sites
 from candle_port.rewriters import imports, strategies
+from candle_port.rewriters.results import Fixed, FixError, FixResult, Refused, Skipped, Unfixable
 from candle_port.rewriters.splice import splice
 from candle_port.rewriters.strategies import CONVTRANSPOSE, NEAREST, RUNTIME, STRATEGIES
 from candle_port.rules import all_rules
-
-
-@dataclass(frozen=True)
-class Fixed:
-    code: str  # the finding(s) fixed, e.g. "CP101" or "CP101,CP102"
-    line: int
-    column: int
-    strategy: str
-    api: str
-    note: str = ""  # what the user must know (numerics, new parameters)
-
-
-@dataclass(frozen=True)
-class Refused:
-    code: str
-    line: int
-    column: int
-    reason: str
-
-
-@dataclass(frozen=True)
-class Skipped:
-    code: str
-    line: int
-    column: int
-    reason: str
-    no_grad: bool = False  # left alone because it runs under torch.no_grad() (still a finding)
-
-
-@dataclass(frozen=True)
-class Unfixable:
-    """A finding no strategy rewrites (an API without a runtime drop-in): left for the user, with a hint."""
-
-    code: str
-    line: int
-    column: int
-    reason: str
-
-
-@dataclass
-class FixResult:
-    """What port-fix did to one source text. `text` is the original when nothing changed."""
-
-    path: str
-    strategy: str
-    original: str
-    text: str
-    fixed: list[Fixed] = field(default_factory=list)
-    refused: list[Refused] = field(default_factory=list)
-    skipped: list[Skipped] = field(default_factory=list)
-    unfixable: list[Unfixable] = field(default_factory=list)
-    error: FileError | None = None
-    import_added: str | None = None
-
-    @property
-    def changed(self) -> bool:
-        return self.text != self.original
-
-
-class FixError(ValueError):
-    """An unknown strategy or option."""
 
 
 def fix_text(
