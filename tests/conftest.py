@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ast
 import json
 import os
 import subprocess
@@ -60,3 +61,21 @@ def run_tool(*args: str, stdin: bytes | None = None, cwd: Path | None = None, to
     """Run `candle-port <tool> ...` in a fresh interpreter, as a user would."""
     command = [sys.executable, "-m", "candle_port", tool, *args]
     return subprocess.run(command, input=stdin, capture_output=True, cwd=cwd, timeout=600)
+
+
+def modules_loaded_by(
+    entry: str, argv: list[str], modules: tuple[str, ...], exit_code: int, cwd: Path | None = None
+) -> tuple[list[str], subprocess.CompletedProcess]:
+    """Which of `modules` a console script's run imported, and the run: `entry` (port_check_entry
+    or port_fix_entry) with `argv`, in a fresh interpreter, which must exit with `exit_code`."""
+    code = (
+        f"import sys; from candle_port.cli.entry import {entry}\n"
+        f"sys.argv = {argv!r}\n"
+        f"try:\n    {entry}()\nexcept SystemExit as exit:\n    assert exit.code == {exit_code}, exit.code\n"
+        f"print('loaded:', [m for m in {modules!r} if m in sys.modules])\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300, cwd=cwd)
+    assert done.returncode == 0, done.stderr
+    last = done.stdout.strip().splitlines()[-1]
+    assert last.startswith("loaded: "), done.stdout
+    return ast.literal_eval(last[len("loaded: ") :]), done

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import run_tool
+from tests.conftest import modules_loaded_by, run_tool
 
 BILINEAR = "import torch.nn.functional as F\ny = F.interpolate(x, scale_factor=2, mode='bilinear')\n"
 NEAREST_FRACTION = "import torch.nn.functional as F\ny = F.interpolate(x, scale_factor=1.5)\n"
@@ -29,46 +29,24 @@ def tree(tmp_path: Path) -> Path:
 
 
 def test_port_check_starts_without_typer_click_or_rich(tree: Path):
-    code = (
-        "import sys; from candle_port.cli.entry import port_check_entry\n"
-        f"sys.argv = ['port-check', '--no-cache', {str(tree / 'a.py')!r}]\n"
-        "try:\n    port_check_entry()\nexcept SystemExit as exit:\n    assert exit.code == 1, exit.code\n"
-        "loaded = [m for m in ('typer', 'click', 'rich') if m in sys.modules]\n"
-        "assert not loaded, loaded\n"
-    )
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
-    assert done.returncode == 0, done.stderr
+    argv = ["port-check", "--no-cache", str(tree / "a.py")]
+    assert modules_loaded_by("port_check_entry", argv, ("typer", "click", "rich"), exit_code=1)[0] == []
 
 
 def test_port_check_forks_its_workers_without_a_process_pool(tree: Path):
     """No concurrent.futures or multiprocessing (about 30 ms of imports; forked.py does the work),
     no tempfile without a cache, no TOML parser where no pyproject.toml names candle-port."""
     (tree / "pyproject.toml").write_text('[project]\nname = "user-project"\n')
-    code = (
-        "import sys; from candle_port.cli.entry import port_check_entry\n"
-        f"sys.argv = ['port-check', '--no-cache', {str(tree)!r}]\n"
-        "try:\n    port_check_entry()\nexcept SystemExit as exit:\n    assert exit.code == 1, exit.code\n"
-        "loaded = [m for m in ('concurrent.futures', 'multiprocessing', 'tempfile', 'tomllib') if m in sys.modules]\n"
-        "assert not loaded, loaded\n"
-    )
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300, cwd=tree)
-    assert done.returncode == 0, done.stderr
+    heavy = ("concurrent.futures", "multiprocessing", "tempfile", "tomllib")
+    assert modules_loaded_by("port_check_entry", ["port-check", "--no-cache", str(tree)], heavy, exit_code=1, cwd=tree)[0] == []
 
 
 def test_port_check_starts_without_dataclasses_typing_or_openssl(tree: Path):
     """What a run on a small package paid for at start (about 30 ms of a 100 ms run, where ruff
     takes 15): dataclasses (and the inspect it imports), typing, hashlib (OpenSSL), pkgutil,
     shutil, tokenize (no coding cookie here, no `# port: ignore`) and threading (no deep retry)."""
-    code = (
-        "import sys; from candle_port.cli.entry import port_check_entry\n"
-        f"sys.argv = ['port-check', '--no-cache', {str(tree)!r}]\n"
-        "try:\n    port_check_entry()\nexcept SystemExit as exit:\n    assert exit.code == 1, exit.code\n"
-        "heavy = ('dataclasses', 'inspect', 'typing', 'hashlib', '_hashlib', 'pkgutil', 'shutil', 'tokenize', 'threading')\n"
-        "loaded = [m for m in heavy if m in sys.modules]\n"
-        "assert not loaded, loaded\n"
-    )
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300, cwd=tree)
-    assert done.returncode == 0, done.stderr
+    heavy = ("dataclasses", "inspect", "typing", "hashlib", "_hashlib", "pkgutil", "shutil", "tokenize", "threading")
+    assert modules_loaded_by("port_check_entry", ["port-check", "--no-cache", str(tree)], heavy, exit_code=1, cwd=tree)[0] == []
 
 
 def test_port_check_on_clean_files_starts_no_worker_and_no_analysis(tmp_path: Path):
@@ -76,16 +54,9 @@ def test_port_check_on_clean_files_starts_no_worker_and_no_analysis(tmp_path: Pa
     worker forked, the analysis never imported (17 ms of a 60 ms run)."""
     (tmp_path / "clean.py").write_text("import os\nprint(os.sep)\n")
     (tmp_path / "notes.py").write_text("# F.interpolate(x, mode='bilinear') in a comment only\n")
-    code = (
-        "import sys; from candle_port.cli.entry import port_check_entry\n"
-        f"sys.argv = ['port-check', '--no-cache', {str(tmp_path)!r}]\n"
-        "try:\n    port_check_entry()\nexcept SystemExit as exit:\n    assert exit.code == 0, exit.code\n"
-        "loaded = [m for m in ('candle_port.forked', 'candle_port.analysis.sites', 'candle_port.checker') if m in sys.modules]\n"
-        "assert not loaded, loaded\n"
-    )
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
-    assert done.returncode == 0, done.stderr
-    assert "Checked 2 files" in done.stderr
+    analysis = ("candle_port.forked", "candle_port.analysis.sites", "candle_port.checker")
+    loaded, done = modules_loaded_by("port_check_entry", ["port-check", "--no-cache", str(tmp_path)], analysis, exit_code=0)
+    assert loaded == [] and "Checked 2 files" in done.stderr
 
 
 def test_options_and_paths_mix(tree: Path):

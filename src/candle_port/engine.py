@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import gc
-import os
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -14,7 +13,7 @@ from candle_port.findings import FileError, FileResult, Finding
 from candle_port.isolation import isolated
 from candle_port.parallel import map_files, runs_in_parallel, workers_inherit_memory
 from candle_port.prefilter import is_vendored_runtime, may_hold_sites
-from candle_port.sources import SourceError, load_source
+from candle_port.sources import SourceError, load_source, readable_in_main_process
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (2 ms of port-check's start)
 if TYPE_CHECKING:
@@ -102,18 +101,11 @@ def _without_parse(path: str, text: str, index=None, known_without_sites: bool =
     return None
 
 
-# Larger files are read in a worker only (under its memory limit), never screened in the main process.
-_SCREEN_MAX_BYTES = 4 << 20
-
-
 def screen_file(path: str) -> FileResult | None:
     """check_file's first pass for a file that needs no parse (unreadable, or `_without_parse`),
     else None. Text work only (no parser, no analysis), so it runs in the main process."""
-    try:
-        if os.path.getsize(path) > _SCREEN_MAX_BYTES:
-            return None
-    except OSError:
-        return None  # the worker reports it
+    if not readable_in_main_process(path):
+        return None
     try:
         _, source = load_source(path)
     except SourceError as exc:

@@ -112,6 +112,20 @@ def _kind(mode: int) -> str:
     return "not a plain file"
 
 
+# A file larger than this is read only in a worker, under its memory limit: the main process
+# screens smaller ones (engine._first_pass, rewriters/files.py).
+MAIN_PROCESS_MAX_BYTES = 4 << 20
+
+
+def readable_in_main_process(path: str) -> bool:
+    """Whether `path` is small enough to read in the main process (False when it cannot be
+    stat'ed: the worker reports why)."""
+    try:
+        return os.path.getsize(path) <= MAIN_PROCESS_MAX_BYTES
+    except OSError:
+        return False
+
+
 def load_source(path: Path | str) -> tuple[bytes, SourceText]:
     """The raw bytes of a file and its decoded text, or SourceError with a one-line reason."""
     data, _ = read_regular_file(path)

@@ -4,13 +4,12 @@ workers as before."""
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from pathlib import Path
 
 from candle_port.config import Config
 from candle_port.rewriters import files as fix_files_module
 from candle_port.rewriters.files import fix_files
+from tests.conftest import modules_loaded_by
 
 BILINEAR = "import torch.nn.functional as F\ny = F.interpolate(x, scale_factor=2, mode='bilinear')\n"
 
@@ -49,13 +48,6 @@ def test_screening_changes_no_result_and_no_write(tmp_path, monkeypatch):
 def test_port_fix_on_files_with_nothing_to_fix_imports_no_libcst_and_starts_no_pool(tmp_path):
     (tmp_path / "clean.py").write_text("import os\n")
     (tmp_path / "notes.py").write_text("# F.interpolate(x, mode='bilinear') in a comment only\n")
-    code = (
-        "import sys; from candle_port.cli.entry import port_fix_entry\n"
-        f"sys.argv = ['port-fix', {str(tmp_path)!r}]\n"
-        "try:\n    port_fix_entry()\nexcept SystemExit as exit:\n    assert exit.code == 0, exit.code\n"
-        "loaded = [m for m in ('libcst', 'concurrent.futures', 'multiprocessing', 'candle_port.rewriters.fixer') if m in sys.modules]\n"
-        "assert not loaded, loaded\n"
-    )
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
-    assert done.returncode == 0, done.stderr
+    heavy = ("libcst", "concurrent.futures", "multiprocessing", "candle_port.rewriters.fixer")
+    assert modules_loaded_by("port_fix_entry", ["port-fix", str(tmp_path)], heavy, exit_code=0)[0] == []
     assert (tmp_path / "clean.py").read_text() == "import os\n"

@@ -32,7 +32,7 @@ from candle_port.rewriters.writeback import (
     take_snapshot,
     write_back,
 )
-from candle_port.sources import SourceError, decode_source, read_regular_file
+from candle_port.sources import SourceError, decode_source, read_regular_file, readable_in_main_process
 
 @dataclass
 class FixReport:
@@ -143,19 +143,15 @@ def _unchanged_without_fixer(path: str, strategy: str) -> FixResult | None:
     main process without the fixer; None for every other file, including one that cannot be read
     (the worker reports it, as before). A pre-commit run on files with nothing to fix then
     imports no libcst and starts no process pool (about 130 ms of CPU)."""
+    if not readable_in_main_process(path):
+        return None
     try:
-        if os.path.getsize(path) > _SCREEN_MAX_BYTES:
-            return None
         source = decode_source(read_regular_file(path)[0])
     except (OSError, SourceError):
         return None
     if not may_hold_sites(source.text) or is_vendored_runtime(source.text):
         return FixResult(path, strategy, source.text, source.text)
     return None
-
-
-# Larger files are read in a worker only (under its memory limit).
-_SCREEN_MAX_BYTES = 4 << 20
 
 
 def _in_file_order(screened: list, outcomes: list) -> list:
