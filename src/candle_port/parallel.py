@@ -38,11 +38,9 @@ nothing) and Interrupted carries the results already sent.
 
 from __future__ import annotations
 
-import ctypes
 import functools
 import itertools
 import os
-import pickle
 import signal
 import sys
 import time
@@ -101,6 +99,8 @@ def _worker_init() -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, signal.SIG_DFL)  # not the command's handler, inherited by fork
     if sys.platform.startswith("linux"):
+        import ctypes  # here: a run that starts no worker never needs it (1 ms)
+
         try:
             ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGTERM)
         except (OSError, AttributeError):
@@ -163,6 +163,8 @@ def note(path: str, record: object) -> bool:
     """
     if _journal is None:
         return False
+    import pickle  # a journal is port-fix's: port-check never needs it here
+
     name = os.path.join(_journal, f"{os.getpid()}-{next(_records)}")
     try:
         with open(name + ".tmp", "wb") as handle:
@@ -204,6 +206,8 @@ def _read_journal(journal: str | None) -> dict[str, list]:
     records: dict[str, list] = {}
     if journal is None:
         return records
+    import pickle
+
     try:
         names = sorted(os.listdir(journal))
     except OSError:
