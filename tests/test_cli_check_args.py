@@ -52,10 +52,10 @@ def test_port_check_starts_without_dataclasses_typing_or_openssl(tree: Path):
 def test_port_check_on_clean_files_starts_no_worker_and_no_analysis(tmp_path: Path):
     """A pre-commit run on files that name no API: read and screened in the main process, no
     worker forked, the analysis never imported (17 ms of a 60 ms run), nor what only a worker
-    needs (ctypes for its parent-death signal, pickle for its results)."""
+    needs (ctypes for its parent-death signal, pickle for its results), nor json without a cache."""
     (tmp_path / "clean.py").write_text("import os\nprint(os.sep)\n")
     (tmp_path / "notes.py").write_text("# F.interpolate(x, mode='bilinear') in a comment only\n")
-    analysis = ("candle_port.forked", "candle_port.analysis.sites", "candle_port.checker", "ctypes", "pickle")
+    analysis = ("candle_port.forked", "candle_port.analysis.sites", "candle_port.checker", "ctypes", "pickle", "json")
     loaded, done = modules_loaded_by("port_check_entry", ["port-check", "--no-cache", str(tmp_path)], analysis, exit_code=0)
     assert loaded == [] and "Checked 2 files" in done.stderr
 

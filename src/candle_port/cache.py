@@ -10,7 +10,6 @@ directory never see a half-written entry; an unreadable entry is simply a miss.
 from __future__ import annotations
 
 import itertools
-import json
 import os
 from pathlib import Path
 
@@ -19,6 +18,13 @@ from candle_port.digests import hex_digest, new_digest
 from candle_port.findings import FileError, FileResult, Finding, Severity
 
 DEFAULT_CACHE_DIR = ".candle_port_cache"
+
+
+def _json():
+    """json, imported by the first cache read or write: a run with --no-cache never needs it."""
+    import json
+
+    return json
 
 
 def checker_fingerprint() -> str:
@@ -53,7 +59,7 @@ class ResultCache:
 
     def get(self, key: str) -> FileResult | None:
         try:
-            raw = json.loads(self._entry(key).read_text(encoding="utf-8"))
+            raw = _json().loads(self._entry(key).read_text(encoding="utf-8"))
         except (OSError, ValueError):
             return None
         try:
@@ -93,7 +99,7 @@ class ResultCache:
             _ensure_gitignore(self.directory)
             fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
             with os.fdopen(fd, "w", encoding="utf-8") as handle:
-                json.dump(payload, handle)
+                _json().dump(payload, handle)
             os.replace(tmp, entry)
         except OSError:
             try:

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import fnmatch
 import functools
-import json
 import os
 import re
 from pathlib import Path, PurePath
@@ -144,6 +143,8 @@ class Config(Record):
             "per_file_ignores": self.per_file_ignores,
             "severity": self.severity,
         }
+        import json  # here: only a run with the cache needs the fingerprint
+
         return hex_digest(json.dumps(data, sort_keys=True).encode())[:16]
 
     def with_options(self, **options) -> "Config":

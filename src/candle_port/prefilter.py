@@ -18,6 +18,7 @@ real corpus that this loses no finding.
 from __future__ import annotations
 
 import bisect
+import functools
 import re
 
 from candle_port.analysis.apis import ADAPTIVE_FUNCTIONS, ADAPTIVE_MODULES, API_NAME_FRAGMENTS, API_SHORT_NAMES
@@ -49,16 +50,16 @@ def api_names(text: str):
 
 # Output size 1 on every axis, as CP109 reads it (`_is_global`): 1, or a tuple or list of 1s, one per axis.
 _ONES = {1: r"(?:1|\(\s*1\s*,\s*\)|\[\s*1\s*,?\s*\])", 2: r"(?:1|\(\s*1\s*,\s*1\s*,?\s*\)|\[\s*1\s*,\s*1\s*,?\s*\])"}
-_GLOBAL_POOL_ARGUMENTS = {
-    # a module: (1) or (output_size=1); a function: (name, 1), the input a plain (dotted) name
-    (module, dims): re.compile(
+@functools.lru_cache(maxsize=None)
+def _global_pool_arguments(module: bool, dims: int):
+    """The arguments of a global pool call: a module's (1) or (output_size=1); a function's
+    (name, 1), the input a plain (dotted) name. Compiled when first needed (a file with an
+    adaptive pool), not at every start (1 ms)."""
+    return re.compile(
         r"\(\s*"
         + ("" if module else r"(?:input\s*=\s*)?[A-Za-z_][\w.]*\s*,\s*")
         + rf"(?:output_size\s*=\s*)?{_ONES[dims]}\s*,?\s*\)"
     )
-    for module in (True, False)
-    for dims in (1, 2)
-}
 # Each 1-D and 2-D adaptive pool of analysis/apis.py: (a module, its dims), as CP109 reads them.
 _ADAPTIVE_POOLS = {
     name: (api.is_module, 1 if "1d" in name.lower() else 2) for name, api in {**ADAPTIVE_MODULES, **ADAPTIVE_FUNCTIONS}.items()
@@ -71,7 +72,7 @@ def _global_pool_call(text: str, name: str, start: int, end: int) -> bool:
     kind = _ADAPTIVE_POOLS.get(name)
     if kind is None or start == 0 or text[start - 1] != ".":
         return False
-    return _GLOBAL_POOL_ARGUMENTS[kind].match(text, end) is not None
+    return _global_pool_arguments(*kind).match(text, end) is not None
 
 
 _QUOTE_OR_HASH = re.compile(r"[#'\"]")
