@@ -263,13 +263,15 @@ def _tc_channels_last(x: torch.Tensor, stride: Sequence[int], output_padding: Se
     )
 
 
-def _tc_polyphase(x, weight, bias, s, p, op, groups, nd, conv=None):
+def _tc_polyphase(x, weight, bias, s, p, op, d, groups, nd, conv=None):
     """A transposed convolution with dilation 1 as ``prod(s)`` plain stride-1 convolutions, one
     per output residue, each with its own taps of the kernel (no inserted zeros: ``prod(s)``
     times fewer multiply-adds than convolving the zero-dilated input), interleaved by one
     ``stack`` and a permuted reshape, then cut to the output size. ``conv(x, w, bias, groups)``:
-    the stride-1 unpadded convolution (default ``conv1d`` / ``conv2d``). None where a residue
-    reads no tap."""
+    the stride-1 unpadded convolution (default ``conv1d`` / ``conv2d``). None where it does not
+    apply: a dilation above 1, every stride 1, or a residue that reads no tap."""
+    if any(v != 1 for v in d) or all(v == 1 for v in s):
+        return None
     k = tuple(weight.shape[2:])
     sizes = tuple(x.shape[2:])
     outs = tuple((n - 1) * st - 2 * pd + kk + o for n, st, pd, kk, o in zip(sizes, s, p, k, op))
@@ -344,10 +346,9 @@ def _tc_transposed(nd, torch_fn, input, weight, bias, stride, padding, output_pa
     if tuple(weight.shape[2:]) == s and not any(p + op) and all(v == 1 for v in d):
         y = _tc_blocks(x, weight, bias, groups, nd)
         return y if batched else y.squeeze(0)
-    if all(v == 1 for v in d) and any(v > 1 for v in s):
-        y = _tc_polyphase(x, weight, bias, s, p, op, groups, nd)
-        if y is not None:
-            return y if batched else y.squeeze(0)
+    y = _tc_polyphase(x, weight, bias, s, p, op, d, groups, nd)
+    if y is not None:
+        return y if batched else y.squeeze(0)
     cl = _tc_channels_last(x, s, op)
     x = _tc_prepare(x, weight, s, p, op, d, nd)
     w = _tc_flip_weight(weight, groups, nd)

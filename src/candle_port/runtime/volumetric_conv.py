@@ -186,10 +186,9 @@ def conv_transpose3d(
     if tuple(weight.shape[2:]) == s and not any(p + op) and all(v == 1 for v in d):
         y = _tc_blocks(x, weight, bias, groups, 3)  # kernel == stride: one matmul
         return y if batched else y.squeeze(0)
-    if all(v == 1 for v in d) and any(v > 1 for v in s):
-        y = _tc_polyphase(x, weight, bias, s, p, op, groups, 3, _vc_conv3d_plain)
-        if y is not None:
-            return y if batched else y.squeeze(0)
+    y = _tc_polyphase(x, weight, bias, s, p, op, d, groups, 3, _vc_conv3d_plain)
+    if y is not None:
+        return y if batched else y.squeeze(0)
     cl = _tc_channels_last(x, s, op)
     x = _tc_prepare(x, weight, s, p, op, d, 3)
     w = _tc_flip_weight(weight, groups, 3)
