@@ -22,4 +22,4 @@ def new_digest(data: bytes = b""):
 
 def hex_digest(data: bytes) -> str:
     """The 64-hex-digit digest of `data`."""
-    return blake2b(data, digest_size=32).hexdigest()
+    return new_digest(data).hexdigest()

@@ -13,7 +13,7 @@ from candle_port.findings import FileError, FileResult, Finding
 from candle_port.isolation import isolated
 from candle_port.parallel import map_files, runs_in_parallel, workers_inherit_memory
 from candle_port.prefilter import is_vendored_runtime, may_hold_sites
-from candle_port.sources import SourceError, load_source, readable_in_main_process
+from candle_port.sources import SourceError, load_source, load_source_in_main_process
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (2 ms of port-check's start)
 if TYPE_CHECKING:
@@ -104,13 +104,11 @@ def _without_parse(path: str, text: str, index=None, known_without_sites: bool =
 def screen_file(path: str) -> FileResult | None:
     """check_file's first pass for a file that needs no parse (unreadable, or `_without_parse`),
     else None. Text work only (no parser, no analysis), so it runs in the main process."""
-    if not readable_in_main_process(path):
-        return None
     try:
-        _, source = load_source(path)
+        source = load_source_in_main_process(path)
     except SourceError as exc:
         return FileResult(path, error=FileError(path, str(exc)))
-    return _without_parse(path, source.text)
+    return None if source is None else _without_parse(path, source.text)
 
 
 def _first_pass(files: list[str], config: Config, cache_dir: str | None, jobs: int | None, progress) -> list[FileResult]:

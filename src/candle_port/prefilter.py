@@ -50,6 +50,8 @@ def api_names(text: str):
 
 # Output size 1 on every axis, as CP109 reads it (`_is_global`): 1, or a tuple or list of 1s, one per axis.
 _ONES = {1: r"(?:1|\(\s*1\s*,\s*\)|\[\s*1\s*,?\s*\])", 2: r"(?:1|\(\s*1\s*,\s*1\s*,?\s*\)|\[\s*1\s*,\s*1\s*,?\s*\])"}
+
+
 @functools.lru_cache(maxsize=None)
 def _global_pool_arguments(module: bool, dims: int):
     """The arguments of a global pool call: a module's (1) or (output_size=1); a function's
@@ -60,6 +62,8 @@ def _global_pool_arguments(module: bool, dims: int):
         + ("" if module else r"(?:input\s*=\s*)?[A-Za-z_][\w.]*\s*,\s*")
         + rf"(?:output_size\s*=\s*)?{_ONES[dims]}\s*,?\s*\)"
     )
+
+
 # Each 1-D and 2-D adaptive pool of analysis/apis.py: (a module, its dims), as CP109 reads them.
 _ADAPTIVE_POOLS = {
     name: (api.is_module, 1 if "1d" in name.lower() else 2) for name, api in {**ADAPTIVE_MODULES, **ADAPTIVE_FUNCTIONS}.items()

@@ -32,7 +32,7 @@ from candle_port.rewriters.writeback import (
     take_snapshot,
     write_back,
 )
-from candle_port.sources import SourceError, decode_source, read_regular_file, readable_in_main_process
+from candle_port.sources import SourceError, decode_source, load_source_in_main_process, read_regular_file
 
 @dataclass
 class FixReport:
@@ -93,8 +93,9 @@ def fix_file(
         source = decode_source(snapshot.data)
     except SourceError as exc:
         return FileError(path, str(exc))
-    if not may_hold_sites(source.text) or is_vendored_runtime(source.text):
-        return FixResult(path, strategy, source.text, source.text)
+    unchanged = _unchanged(path, strategy, source.text)
+    if unchanged is not None:
+        return unchanged
     from candle_port.rewriters.fixer import fix_text
 
     result = isolated(
@@ -138,20 +139,23 @@ def _written(path: str, record) -> FixResult | None:
     return result if hashlib.sha256(data).hexdigest() == digest else None
 
 
+def _unchanged(path: str, strategy: str, text: str) -> FixResult | None:
+    """The unchanged result of a text that names no API, or is the vendored runtime; else None."""
+    if not may_hold_sites(text) or is_vendored_runtime(text):
+        return FixResult(path, strategy, text, text)
+    return None
+
+
 def _unchanged_without_fixer(path: str, strategy: str) -> FixResult | None:
-    """The unchanged result of a file that names no API (or is the vendored runtime), read in the
-    main process without the fixer; None for every other file, including one that cannot be read
-    (the worker reports it, as before). A pre-commit run on files with nothing to fix then
-    imports no libcst and starts no process pool (about 130 ms of CPU)."""
-    if not readable_in_main_process(path):
-        return None
+    """`_unchanged` for a file read in the main process, without the fixer; None for every other
+    file, including one that cannot be read (the worker reports it, as before). A pre-commit run
+    on files with nothing to fix then imports no libcst and starts no process pool (about 130 ms
+    of CPU)."""
     try:
-        source = decode_source(read_regular_file(path)[0])
+        source = load_source_in_main_process(path)
     except (OSError, SourceError):
         return None
-    if not may_hold_sites(source.text) or is_vendored_runtime(source.text):
-        return FixResult(path, strategy, source.text, source.text)
-    return None
+    return None if source is None else _unchanged(path, strategy, source.text)
 
 
 def _in_file_order(screened: list, outcomes: list) -> list:
