@@ -42,6 +42,7 @@ import functools
 import itertools
 import os
 import signal
+import stat
 import sys
 import time
 
@@ -70,6 +71,8 @@ FILE_CPU_SECONDS = 120
 
 
 JOURNAL_PREFIX = "candle-port-journal-"
+# A journal no record was added to for this long, whose run's process is gone, is swept.
+STALE_JOURNAL_SECONDS = 3600
 _journal: str | None = None  # in a worker of a map_files run with `recover`: that run's journal directory
 _records = itertools.count()
 _STOP = "stop"  # in the journal: the run was interrupted, workers start no further file
@@ -176,13 +179,62 @@ def note(path: str, record: object) -> bool:
 
 
 def _new_journal() -> str | None:
-    """A private directory for a run's journal; None (no recovery) if the temporary directory cannot be written."""
+    """A private directory for a run's journal, named with this process's id; None (no recovery)
+    if the temporary directory cannot be written. Journals of runs that were killed are swept."""
     import tempfile
 
+    _sweep_stale_journals(tempfile.gettempdir())
     try:
-        return tempfile.mkdtemp(prefix=JOURNAL_PREFIX)
+        return tempfile.mkdtemp(prefix=f"{JOURNAL_PREFIX}{os.getpid()}-")
     except OSError:
         return None
+
+
+def _sweep_stale_journals(directory: str, now: float | None = None) -> list[str]:
+    """Remove the journals that runs killed outright (SIGKILL, a power cut) left in `directory`.
+
+    A run removes its journal as it ends, whatever ends it, except a kill it cannot catch. A
+    journal is stale when it is ours (same user), its run's process is gone (an older version's
+    journal, without a process id, counts as gone) and nothing was journaled in it for
+    STALE_JOURNAL_SECONDS: the age guards a live run whose process id this process cannot see (another
+    PID namespace sharing /tmp). Returns the paths removed.
+    """
+    import shutil
+
+    now = time.time() if now is None else now
+    removed = []
+    try:
+        names = [n for n in os.listdir(directory) if n.startswith(JOURNAL_PREFIX)]
+    except OSError:
+        return removed
+    for name in names:
+        path = os.path.join(directory, name)
+        try:
+            info = os.lstat(path)
+        except OSError:
+            continue
+        if not stat.S_ISDIR(info.st_mode) or info.st_uid != os.getuid() or now - info.st_mtime < STALE_JOURNAL_SECONDS:
+            continue
+        if _journal_owner_alive(name[len(JOURNAL_PREFIX) :]):
+            continue
+        shutil.rmtree(path, ignore_errors=True)
+        if not os.path.exists(path):
+            removed.append(path)
+    return removed
+
+
+def _journal_owner_alive(suffix: str) -> bool:
+    """Whether the process a journal's name starts with (`<pid>-<random>`) is running."""
+    pid, dash, _ = suffix.partition("-")
+    if not dash or not pid.isdigit():
+        return False  # an older version's name: no process id to ask
+    try:
+        os.kill(int(pid), 0)
+    except ProcessLookupError:
+        return False
+    except (PermissionError, OverflowError, ValueError):
+        return True  # someone else's process: leave it
+    return True
 
 
 def _mark_stop(journal: str | None) -> bool:

@@ -12,6 +12,7 @@ from pathlib import Path
 from typer.testing import CliRunner
 
 import candle_port.rewriters.fixer as fixer
+from candle_port import parallel
 from candle_port.cli.entry import single_command_app
 from candle_port.cli.fix import fix_command
 from candle_port.rewriters import writeback
@@ -70,7 +71,9 @@ def test_sigterm_on_a_pooled_run_stops_the_workers_and_reports(tmp_path: Path):
 def test_killing_the_main_process_leaves_no_worker_behind(tmp_path: Path):
     for i in range(600):
         (tmp_path / f"m{i:03}.py").write_text(SITE + "".join(f"z{j} = {j}\n" for j in range(400)))
-    env = {**os.environ, "PYTHONPATH": str(ROOT / "src")}
+    temp_root = tmp_path.parent / f"{tmp_path.name}-system-tmp"  # outside the tree it fixes
+    temp_root.mkdir()
+    env = {**os.environ, "PYTHONPATH": str(ROOT / "src"), "TMPDIR": str(temp_root)}
     process = subprocess.Popen(
         [sys.executable, "-m", "candle_port", "fix", "-j", "2", str(tmp_path)],
         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env, cwd=tmp_path,
@@ -88,3 +91,5 @@ def test_killing_the_main_process_leaves_no_worker_behind(tmp_path: Path):
         time.sleep(0.2)
     alive = [pid for pid in workers if Path(f"/proc/{pid}").exists() and "Z" not in Path(f"/proc/{pid}/stat").read_text().split()[2]]
     assert alive == []
+    # The kill left the run's journal, named with its process id, for the next run's sweep.
+    assert [p.name.startswith(f"{parallel.JOURNAL_PREFIX}{process.pid}-") for p in temp_root.iterdir()] == [True]

@@ -214,6 +214,46 @@ def test_an_unwritable_temporary_directory_still_fixes_every_file(tmp_path: Path
     assert counted(result) == (2, 2) and not (tmp_path / "missing").exists()
 
 
+def _journal_dir(root: Path, suffix: str, age_s: float) -> Path:
+    path = root / f"{parallel.JOURNAL_PREFIX}{suffix}"
+    path.mkdir()
+    (path / "1-0.rec").write_bytes(b"record")
+    old = time.time() - age_s
+    os.utime(path, (old, old))
+    return path
+
+
+def _a_dead_pid() -> int:
+    child = subprocess.Popen([sys.executable, "-c", "pass"])
+    child.wait()
+    return child.pid  # reaped: no process has this id until it is reused
+
+
+def test_a_killed_runs_journal_is_swept_by_the_next_run(tmp_path: Path, temp_root: Path):
+    """SIGKILL leaves a run no chance to remove its journal; the next pooled run removes journals
+    whose process is gone and that are older than an hour, and leaves every other one alone."""
+    stale_age = parallel.STALE_JOURNAL_SECONDS + 60
+    dead = _a_dead_pid()
+    swept = [_journal_dir(temp_root, f"{dead}-abc", stale_age), _journal_dir(temp_root, "oldname1", stale_age)]
+    kept = [
+        _journal_dir(temp_root, f"{os.getpid()}-live", stale_age),  # its run is alive
+        _journal_dir(temp_root, f"{dead}-fresh", 60),  # a run another PID namespace may still hold
+    ]
+    (temp_root / f"{parallel.JOURNAL_PREFIX}a-file").write_text("not a journal")
+    directory = tree(tmp_path, [f"m{i:03}.py" for i in range(60)])
+    result = run(directory, jobs=2)
+    assert result.exit_code == 0 and counted(result) == (60, 60), result.stderr[-3000:]
+    assert not any(p.exists() for p in swept)
+    assert all((p / "1-0.rec").exists() for p in kept)
+    assert sorted(p.name for p in temp_root.iterdir()) == sorted([*(p.name for p in kept), f"{parallel.JOURNAL_PREFIX}a-file"])
+
+
+def test_the_sweep_leaves_other_users_journals_alone(tmp_path: Path, monkeypatch):
+    journal = _journal_dir(tmp_path, "oldname2", parallel.STALE_JOURNAL_SECONDS + 60)
+    monkeypatch.setattr(os, "getuid", lambda: os.stat(journal).st_uid + 1)
+    assert parallel._sweep_stale_journals(str(tmp_path)) == [] and journal.exists()
+
+
 # stdin: parsed in a worker
 
 
