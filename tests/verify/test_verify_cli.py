@@ -222,3 +222,12 @@ def test_a_missing_optional_import_is_one_line_naming_it_its_importer_and_what_t
 def test_config_class_usage_errors(args, message):
     result = run(f"{FIXTURES}/unet_bilinear.py:SmallUNet", "--input-shape", "1,3,8,8", *args)
     assert result.exit_code == 2 and message in " ".join(result.output.split()), result.output
+
+
+@pytest.mark.parametrize(("module", "distribution"), [("cv2", "opencv-python"), ("PIL.Image", "Pillow"), ("sklearn", "scikit-learn"), ("einops", "einops")])
+def test_a_missing_module_names_the_package_pip_installs(module: str, distribution: str):
+    """cv2 is not on PyPI as cv2: the hint names what to install, not the module."""
+    from candle_port.verify.spec import describe_import_error
+
+    text = describe_import_error("net", ModuleNotFoundError(f"No module named {module!r}", name=module))
+    assert f"module {module!r} is not installed" in text and f"(pip install {distribution})" in text

@@ -28,6 +28,11 @@ EXIT_PASS, EXIT_FAIL, EXIT_ERROR, EXIT_CHANGED, EXIT_UNCHECKED = 0, 1, 2, 3, 4
 VERDICT_EXIT = {"pass": EXIT_PASS, "fail": EXIT_FAIL, "changed": EXIT_CHANGED, "unchecked": EXIT_UNCHECKED}
 
 
+# ATen op names (prefixes) of the layers and calls runtime.convert routes to the runtime.
+CONVERT_REPLACES = ("upsample_", "_upsample_", "max_pool", "avg_pool", "adaptive_", "grid_sampler", "affine_grid",
+                    "conv_transpose", "convolution", "_convolution", "conv3d")
+
+
 @dataclass
 class VerifyReport:
     model: str
@@ -83,7 +88,19 @@ class VerifyReport:
                            "(--allow-wrong-gradients accepts them)")
         if self.gradcheck is not None and not self.gradcheck["ok"]:
             reasons.append("gradcheck failed")
+        if self._convert_may_reach():
+            reasons.append("ops the runtime replaces were left in the rewritten graph (built through a layer "
+                           "factory or registry, which no source rewrite sees?): --strategy convert fixes the built model")
         return reasons
+
+    def _convert_may_reach(self) -> bool:
+        """Whether an op left in the rewritten graph is one runtime.convert replaces, and convert was not used."""
+        if self.strategy == "convert" or self.graph_rewritten is None:
+            return False
+        left = [r["name"] for r in self.graph_rewritten["lacking"]]
+        if not self.allow_wrong_gradients:
+            left += [r["name"] for r in self.wrong_gradients]
+        return any(name.startswith(CONVERT_REPLACES) for name in left)
 
     @property
     def unchecked(self) -> list[str]:

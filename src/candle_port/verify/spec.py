@@ -129,6 +129,21 @@ def parse_config_class(text: str) -> tuple[str, str]:
     return module, attr
 
 
+# Modules that model code imports under another name than the one pip installs.
+_DISTRIBUTIONS = {
+    "cv2": "opencv-python",
+    "PIL": "Pillow",
+    "sklearn": "scikit-learn",
+    "skimage": "scikit-image",
+    "yaml": "PyYAML",
+    "attr": "attrs",
+    "dateutil": "python-dateutil",
+    "google": "protobuf",
+    "pkg_resources": "setuptools",
+    "Levenshtein": "python-Levenshtein",
+}
+
+
 def describe_import_error(target: str, exc: BaseException) -> str:
     """One line for an import that failed while building the model: which module is missing,
     which module imports it (file and line), and how to proceed. Not a traceback."""
@@ -138,7 +153,7 @@ def describe_import_error(target: str, exc: BaseException) -> str:
         missing = exc.name
         top = missing.split(".")[0]
         return (f"cannot import {target}: module {missing!r} is not installed{where}. Install it "
-                f"(pip install {top}), or, if the model does not need it, give MODEL as the model's own module "
+                f"(pip install {_DISTRIBUTIONS.get(top, top)}), or, if the model does not need it, give MODEL as the model's own module "
                 f"and --source-root on its subpackage, so that only what the model imports is imported")
     return f"cannot import {target}: {type(exc).__name__}: {str(exc).strip().splitlines()[0] if str(exc).strip() else ''}{where}"
 
