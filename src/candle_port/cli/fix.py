@@ -77,7 +77,7 @@ def fix_command(
     quiet: common.Quiet = False,
     version: common.VersionOption = None,
 ) -> None:
-    """Rewrite what candle cannot train (every interpolate mode, max/avg/adaptive pooling) into ops it can differentiate (runtime, nearest or convtranspose)."""
+    """Rewrite what candle cannot train (interpolate, pooling, grid_sample, transposed and 3-D convolutions) into ops it can differentiate (runtime, nearest or convtranspose)."""
     paths = paths or ["."]
     settings = common.effective_config(config, paths, select, ignore).with_options(include_no_grad=include_no_grad or None)
     chosen = strategy.value if strategy is not None else settings.strategy

@@ -101,12 +101,17 @@ def verify_command(
     output_format: Annotated[VerifyFormat, typer.Option("--output-format", help="text (tables) or json (for CI).", case_sensitive=False, rich_help_panel=common.OUTPUT)] = VerifyFormat.text,
     version: common.VersionOption = None,
 ) -> None:
-    """Check that the rewritten model computes the same outputs and gradients as the original, and
-    that nothing left in its traced graph lacks a backward in candle.
+    """Check that the rewritten model matches the original and that candle can train what is left.
 
-    Exit codes: 0 PASS; 1 FAIL (numbers differ beyond tolerance, or ops without a correct candle
-    backward remain); 2 error (bad MODEL, import failure, shape mismatch); 3 CHANGED (a strategy that
-    changes the numbers by design); 4 UNCHECKED (not traced, or no gradient flowed).
+    It compares outputs and gradients of the original and the rewritten model, and traces the
+    rewritten graph against candle's op table: nothing left may lack a correct candle backward.
+
+    Exit codes:
+    0 PASS;
+    1 FAIL (numbers differ beyond tolerance, or ops without a correct candle backward remain);
+    2 error (bad MODEL, import failure, shape mismatch);
+    3 CHANGED (a strategy that changes the numbers by design);
+    4 UNCHECKED (not traced, or no gradient flowed).
     """
     try:
         shapes = [parse_shape(s) for s in input_shape]
