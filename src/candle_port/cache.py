@@ -4,13 +4,16 @@ Also by the checker's own source files (their size and mtime): an editable insta
 `git pull` keeps its version number, and must not answer with the old rules' findings.
 
 Entries are small JSON files written atomically (temp file + rename), so two runs sharing the
-directory never see a half-written entry; an unreadable entry is simply a miss.
+directory never see a half-written entry; an unreadable entry is simply a miss. Every edit of a
+file, and every upgrade, adds entries, so once a day a run removes those unused for 30 days
+(`prune`); a hit marks its entry used.
 """
 
 from __future__ import annotations
 
 import itertools
 import os
+import time
 from pathlib import Path
 
 from candle_port import __version__
@@ -58,8 +61,11 @@ class ResultCache:
         return self.directory / key[:2] / f"{key}.json"
 
     def get(self, key: str) -> FileResult | None:
+        entry = self._entry(key)
         try:
-            raw = _json().loads(self._entry(key).read_text(encoding="utf-8"))
+            with open(entry, "rb") as handle:
+                raw = _json().loads(handle.read().decode("utf-8"))
+                _mark_used(entry, handle.fileno())
         except (OSError, ValueError):
             return None
         try:
@@ -110,6 +116,62 @@ class ResultCache:
 
 
 _WRITES = itertools.count()
+
+DAY_SECONDS = 24 * 3600
+UNUSED_DAYS = 30  # an entry no run read or wrote for this long is removed
+PRUNE_MARKER = ".pruned"  # its mtime: when the directory was last pruned
+_ABANDONED_TEMP_SECONDS = 3600  # a temporary entry this old was left by a run that was killed
+
+
+def _mark_used(entry: Path, fd: int) -> None:
+    """Set a hit entry's mtime to now, at most once a day (atime cannot be trusted: noatime mounts)."""
+    try:
+        if time.time() - os.fstat(fd).st_mtime > DAY_SECONDS:
+            os.utime(entry)
+    except OSError:
+        pass
+
+
+def prune(directory: Path | str, now: float | None = None) -> int:
+    """Remove the entries of `directory` unused for UNUSED_DAYS, and temporary entries of killed
+    runs, at most once a day (PRUNE_MARKER). Returns how many files were removed.
+
+    Safe beside another run: an entry it removes is a miss there, checked and written again.
+    """
+    directory = Path(directory)
+    now = time.time() if now is None else now
+    marker = directory / PRUNE_MARKER
+    try:
+        if now - marker.stat().st_mtime < DAY_SECONDS:
+            return 0
+    except FileNotFoundError:
+        pass
+    except OSError:
+        return 0
+    removed = 0
+    try:
+        shards = [e for e in os.scandir(directory) if len(e.name) == 2 and e.is_dir(follow_symlinks=False)]
+    except OSError:
+        return 0
+    for shard in shards:
+        try:
+            entries = list(os.scandir(shard.path))
+        except OSError:
+            continue
+        for entry in entries:
+            limit = UNUSED_DAYS * DAY_SECONDS if entry.name.endswith(".json") else _ABANDONED_TEMP_SECONDS
+            try:
+                if entry.is_file(follow_symlinks=False) and now - entry.stat(follow_symlinks=False).st_mtime > limit:
+                    os.unlink(entry.path)
+                    removed += 1
+            except OSError:
+                continue
+    try:
+        marker.touch()
+        os.utime(marker, (now, now))
+    except OSError:
+        pass
+    return removed
 
 
 def _finding_fields(finding: Finding) -> dict:

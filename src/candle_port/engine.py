@@ -7,6 +7,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from candle_port.cache import ResultCache
+from candle_port.cache import prune as prune_cache
 from candle_port.config import Config
 from candle_port.discovery import discover
 from candle_port.findings import FileError, FileResult, Finding
@@ -345,6 +346,8 @@ def check_paths(
     finally:
         if progress:
             progress.close()
+    if cache_dir:
+        prune_cache(cache_dir)
     for result in results:
         report.files_checked += 1
         report.files_parsed += int(result.parsed)
