@@ -65,7 +65,7 @@ class ResultCache:
         try:
             with open(entry, "rb") as handle:
                 raw = _json().loads(handle.read().decode("utf-8"))
-                _mark_used(entry, handle.fileno())
+                mark_used(entry, handle.fileno())
         except (OSError, ValueError):
             return None
         try:
@@ -123,7 +123,7 @@ PRUNE_MARKER = ".pruned"  # its mtime: when the directory was last pruned
 _ABANDONED_TEMP_SECONDS = 3600  # a temporary entry this old was left by a run that was killed
 
 
-def _mark_used(entry: Path, fd: int) -> None:
+def mark_used(entry: Path, fd: int) -> None:
     """Set a hit entry's mtime to now, at most once a day (atime cannot be trusted: noatime mounts)."""
     try:
         if time.time() - os.fstat(fd).st_mtime > DAY_SECONDS:

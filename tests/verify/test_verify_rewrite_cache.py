@@ -55,6 +55,28 @@ def test_the_cache_can_be_turned_off(tmp_path, monkeypatch):
         assert make_rewritten_copy(source, tmp_path / name, "runtime").from_cache == 0
 
 
+def test_the_rewrite_cache_is_pruned_like_port_checks(tmp_path, monkeypatch):
+    """An entry unused for 30 days goes at the next day's verify; one a verify reads is marked used."""
+    import time
+
+    from candle_port.cache import DAY_SECONDS, PRUNE_MARKER, UNUSED_DAYS
+
+    cache = tmp_path / "cache"
+    monkeypatch.setenv("CANDLE_PORT_VERIFY_CACHE", str(cache))
+    pkg = _package(tmp_path, 1)
+    source = resolve_source_root(parse_model_spec(f"{pkg / 'model.py'}:up"), pkg)
+    make_rewritten_copy(source, tmp_path / "one", "runtime")
+    [used] = cache.rglob("*.json")
+    unused = used.with_name("ff" + used.name[2:])
+    unused.write_text(used.read_text())
+    month_ago, two_days_ago = time.time() - (UNUSED_DAYS + 1) * DAY_SECONDS, time.time() - 2 * DAY_SECONDS
+    for path in (used, unused):
+        os.utime(path, (month_ago, month_ago))
+    os.utime(cache / PRUNE_MARKER, (two_days_ago, two_days_ago))
+    assert make_rewritten_copy(source, tmp_path / "two", "runtime").from_cache == 1
+    assert used.exists() and not unused.exists()
+
+
 def _row(name, cls, count, ok=True, on_path=True, wrong="", where=()):
     return {"name": name, "class": cls, "count": count, "ok": ok, "on_grad_path": on_path, "wrong": wrong,
             "reason": "", "warning": "", "where": list(where)}

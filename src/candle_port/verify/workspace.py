@@ -61,7 +61,8 @@ def cache_directory() -> Path | None:
 
 
 class RewriteCache:
-    """port-fix's result per file text, as small JSON entries written atomically (a bad entry is a miss)."""
+    """port-fix's result per file text, as small JSON entries written atomically (a bad entry is a
+    miss), laid out and pruned as port-check's results cache (candle_port.cache.prune)."""
 
     def __init__(self, directory: Path, strategy: str):
         from candle_port import __version__
@@ -75,8 +76,13 @@ class RewriteCache:
         return self.directory / key[:2] / f"{key}.json"
 
     def get(self, text: str) -> tuple | None:
+        from candle_port.cache import mark_used
+
+        entry = self._entry(text)
         try:
-            raw = json.loads(self._entry(text).read_text(encoding="utf-8"))
+            with open(entry, "rb") as handle:
+                raw = json.loads(handle.read().decode("utf-8"))
+                mark_used(entry, handle.fileno())
             return (text if raw["text"] is None else raw["text"], bool(raw["changed"]), int(raw["fixed"]),
                     [str(r) for r in raw["refused"]])
         except (OSError, ValueError, KeyError, TypeError):
@@ -209,6 +215,10 @@ def make_rewritten_copy(
             shutil.copy2(source.path, target)
     else:
         _mirror(source.path, target, written)
+    if cache is not None:
+        from candle_port.cache import prune
+
+        prune(cache.directory)  # once a day: entries unused for 30 days go, as port-check's
     summary.seconds = round(time.monotonic() - started, 2)
     return summary
 
