@@ -141,6 +141,6 @@ def test_help_texts_say_what_the_docs_say():
     check = " ".join(CliRunner().invoke(app, ["check", "--help"], env=env).output.split())
     assert "A pyproject.toml (its [tool.candle-port] table)" in check
     fix = " ".join(CliRunner().invoke(app, ["fix", "--help"], env=env).output.split())
-    assert "every interpolate mode, max/avg/adaptive pooling" in fix and "bilinear upsampling so" not in fix
+    assert "(interpolate, pooling, grid_sample, transposed and 3-D convolutions)" in fix and "bilinear upsampling so" not in fix
     hooks = (ROOT / ".pre-commit-hooks.yaml").read_text(encoding="utf-8")
     assert "Rewrite bilinear upsampling" not in hooks

@@ -92,7 +92,14 @@ def test_nearest_computed_size_message():
         pytest.param(NN + "m = nn.Conv3d(8, 8, 3)\n", "CP110", "fold the depth axis", id="CP110-conv3d"),
     ],
 )
-def test_findings_without_an_automatic_fix_carry_the_hint(source, code, hint_part):
+def test_findings_port_fix_rewrites_say_so_and_carry_the_hint_only_without_a_fix(source, code, hint_part, monkeypatch):
+    """CP105, CP108 and CP110 sites are port-fix runtime's (issue 13): `[fix: runtime]`, no hand
+    rewrite. Where the runtime strategy refuses a site, the hint says how to do it by hand."""
+    [finding] = check_source(source)
+    assert finding.code == code and finding.fixes == ("runtime",) and finding.hint == ""
+    from candle_port.rewriters.strategies import get
+
+    monkeypatch.setattr(type(get("runtime")), "refusal", lambda self, site: "refused here")
     [finding] = check_source(source)
     assert finding.code == code and not finding.fixes and hint_part in finding.hint
 
@@ -102,12 +109,24 @@ def test_findings_with_an_automatic_fix_carry_no_hint():
     assert finding.fixes and finding.hint == ""
 
 
+def test_a_wrapper_call_carries_no_hand_rewrite_hint(tmp_path):
+    """port-fix rewrites the wrapper, so its callers are told neither a fix nor a hand rewrite."""
+    from candle_port.config import Config
+    from candle_port.engine import check_paths
+
+    (tmp_path / "m.py").write_text(F + "def warp(x, g, mode='bilinear'):\n    return F.grid_sample(x, g, mode=mode)\n\ny = warp(x, g, mode='nearest')\n")
+    findings = check_paths([str(tmp_path)], Config()).findings
+    assert [(f.line, f.code, f.fixes, f.hint) for f in findings if f.wrapper] == [(5, "CP105", (), "")]
+    assert [f.fixes for f in findings if not f.wrapper] == [("runtime",)]
+
+
 def test_the_hint_is_printed_in_text_json_and_sarif(tmp_path):
     import json
 
     from tests.conftest import run_tool
 
-    (tmp_path / "m.py").write_text(NN + "m = nn.Conv3d(8, 8, 3)\n")
+    # `nn` is rebound, so port-fix will not rewrite the call (it may not be torch's): the hint says how.
+    (tmp_path / "m.py").write_text(NN + "for nn in layer_modules:\n    pass\nm = nn.Conv3d(8, 8, 3)\n")
     text = run_tool(str(tmp_path / "m.py")).stdout.decode()
     assert "[hint: fold the depth axis" in text
     [item] = json.loads(run_tool(str(tmp_path / "m.py"), "--output-format", "json").stdout)

@@ -130,7 +130,7 @@ def findings_for_scan(scan: Scan, text: str, path: str, config: Config) -> list[
                         why=rule.why,
                         fixes=hit.fixes,
                         end_line=end_line,
-                        hint=hit.hint,
+                        hint="" if hit.fixes or site.kind == "wrapper" else hit.hint,  # by hand: where no strategy applies
                         wrapper=site.wrapper,
                     )
                 )

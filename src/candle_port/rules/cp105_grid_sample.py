@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from candle_port.analysis.sites import Site
+from candle_port.rewriters.eligibility import applicable
 from candle_port.rules.base import Hit, Rule, describe_call
 
 
@@ -31,4 +32,4 @@ class GridSample(Rule):
             return
         mode = site.mode
         shown = f"(mode='{mode.single}')" if site.api.accepts_mode and mode.known and not mode.omitted else ""
-        yield Hit(f"{describe_call(site)}{shown} has no op in candle", hint=self.fix_hint)
+        yield Hit(f"{describe_call(site)}{shown} has no op in candle", applicable(site), hint=self.fix_hint)

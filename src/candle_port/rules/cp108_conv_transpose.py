@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from candle_port.analysis.sites import Site
 from candle_port.findings import Severity
+from candle_port.rewriters.eligibility import applicable
 from candle_port.rules.base import Hit, Rule, describe_call
 from candle_port.rules.cp106_pool_stride import int_tuple, literal
 
@@ -64,10 +65,11 @@ class ConvTranspose(Rule):
     def check(self, site: Site):
         if site.api.family != "conv_transpose":
             return
-        call = describe_call(site)
+        call, fixes = describe_call(site), applicable(site)
         if "1d" in site.api.name:
             yield Hit(
                 f"{call}: candle has no backward for conv_transpose1d ('backward is not supported for conv-transpose1d')",
+                fixes=fixes,
                 hint=HINT_1D,
                 backward_only=True,
             )
@@ -77,6 +79,7 @@ class ConvTranspose(Rule):
         if known and isinstance(value, int) and not isinstance(value, bool) and value != 1:
             yield Hit(
                 f"{call}(groups={groups.source.strip()}): candle's conv_transpose2d has no groups (no forward)",
+                fixes=fixes,
                 hint=HINT_GROUPS,
             )
         elif not groups.known and groups.node is not None:  # written, but computed
@@ -84,6 +87,7 @@ class ConvTranspose(Rule):
                 f"{call} groups not known statically ({site.describe_dynamic('groups')}): candle's conv_transpose2d "
                 "has no groups, so any value but 1 has no forward",
                 severity=Severity.WARNING,
+                fixes=fixes,
                 hint=HINT_GROUPS,
             )
         padding, stride = site.value("output_padding"), site.value("stride")
@@ -96,6 +100,7 @@ class ConvTranspose(Rule):
                 f"{call}(output_padding={padding.source.strip()}, stride={stride_text}): candle's "
                 "conv_transpose2d backward ignores output_padding and fails with a shape mismatch "
                 "unless output_padding < stride",
+                fixes=fixes,
                 hint=HINT_OUTPUT_PADDING,
                 backward_only=True,
             )

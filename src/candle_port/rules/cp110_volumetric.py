@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from candle_port.analysis.sites import Site
+from candle_port.rewriters.eligibility import applicable
 from candle_port.rules.base import Hit, Rule, describe_call
 
 
@@ -44,5 +45,6 @@ class Volumetric(Rule):
             return
         yield Hit(
             f"{describe_call(site)}: candle has no 3-D convolution or pooling op (no forward, no backward)",
+            applicable(site),
             hint=self.fix_hint,
         )
