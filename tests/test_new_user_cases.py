@@ -257,3 +257,11 @@ def test_layer_chosen_at_run_time_is_said_and_refused_by_port_fix():
     assert all("POOLS[dim - 1], layer chosen at run time" in f.message and not f.fixes for f in findings)
     result = fix_source(source, strategy="runtime")
     assert result.text == source and not result.fixed and "rewrite the collection by hand" in result.refused[0].reason
+
+
+def test_upsampling_bilinear2d_is_described_by_what_it_implies_not_a_mode_argument():
+    """nn.UpsamplingBilinear2d has no `mode` parameter; it is bilinear with align_corners=True."""
+    [finding] = check_source(NN + "m = nn.UpsamplingBilinear2d(scale_factor=2)\n")
+    assert finding.code == "CP101" and finding.message.startswith("nn.UpsamplingBilinear2d (bilinear, align_corners=True) has no backward")
+    [finding] = check_source(NN + "m = nn.Upsample(scale_factor=2, mode='bilinear', align_corners=True)\n")
+    assert finding.message.startswith("nn.Upsample(mode='bilinear', align_corners=True) has no backward")

@@ -47,11 +47,13 @@ class BilinearUpsampling(Rule):
     def check(self, site: Site):
         if site.api.family != "interpolate" or "bilinear" not in site.possible_modes():
             return
-        align = site.value("align_corners")
-        detail = f", align_corners={align.single}" if align.known and not align.omitted else ""
+        if site.api.accepts_mode:
+            align = site.value("align_corners")
+            shown = f"(mode='bilinear'{f', align_corners={align.single}' if align.known and not align.omitted else ''})"
+        else:  # nn.UpsamplingBilinear2d takes no mode: say what it implies, not an argument it lacks
+            shown = " (bilinear" + "".join(f", {k}={v}" for k, v in site.api.implied.items()) + ")"
         yield Hit(
-            f"{describe_call(site)}(mode='bilinear'{detail}) has no backward in candle "
-            "(upsample_bilinear2d)",
+            f"{describe_call(site)}{shown} has no backward in candle (upsample_bilinear2d)",
             applicable(site),
             backward_only=True,
         )
