@@ -182,21 +182,34 @@ def _tc_blocks(x: torch.Tensor, weight: torch.Tensor, bias: Optional[torch.Tenso
     length = 1
     for v in sizes:
         length *= v
-    # (g, N*L, C_in/g) @ (g, C_in/g, C_out/g * K), both contiguous (a strided or broadcast
-    # operand sends CPU bmm to a slow path)
-    xs = x.reshape(n, groups, cin_g, length).permute(1, 0, 3, 2).reshape(groups, n * length, cin_g)
-    ws = weight.reshape(groups, cin_g, -1)
-    y = torch.bmm(xs, ws)  # (g, N*L, C_out/g * K)
-    y = y.reshape((groups, n) + sizes + (cout_g,) + k)
-    # (g, N, S_0.., C_out/g, k_0..) -> (N, g, C_out/g, S_0, k_0, S_1, k_1, ..), or for
-    # channels_last input (N, S_0, k_0, .., g, C_out/g), torch's layout, in the same copy
-    spatial = [a for i in range(nd) for a in (2 + i, 3 + nd + i)]
     out = tuple(s_ * k_ for s_, k_ in zip(sizes, k))
     cl = _tc_channels_last(x, k, (0,) * nd)
-    if cl:
-        y = y.permute([1] + spatial + [0, 2 + nd]).reshape((n,) + out + (groups * cout_g,)).movedim(-1, 1)
+    if x.is_contiguous():
+        # (N, g, C_out/g * K, C_in/g) @ (N, g, C_in/g, L): x is read in its own layout, so its
+        # gradient (the matmul's) comes back contiguous, as torch's. A gradient built by views
+        # of another layout has a batch stride torch's own kernels misread when N is 1
+        # (batch_norm's backward in eval mode reads it as contiguous: wrong gradients upstream).
+        xs = x.reshape(n, groups, cin_g, length)
+        ws = weight.reshape(groups, cin_g, -1).transpose(1, 2)
+        y = torch.matmul(ws, xs)  # (N, g, C_out/g * K, L)
+        y = y.reshape((n, groups * cout_g) + k + sizes)
+        # (N, C_out, k_0.., S_0..) -> (N, C_out, S_0, k_0, S_1, k_1, ..)
+        spatial = [a for i in range(nd) for a in (2 + nd + i, 2 + i)]
+        y = y.permute([0, 1] + spatial).reshape((n, groups * cout_g) + out)
     else:
-        y = y.permute([1, 0, 2 + nd] + spatial).reshape((n, groups * cout_g) + out)
+        # (g, N*L, C_in/g) @ (g, C_in/g, C_out/g * K), both contiguous for a channels_last x
+        # (a strided or broadcast operand sends CPU bmm to a slow path)
+        xs = x.reshape(n, groups, cin_g, length).permute(1, 0, 3, 2).reshape(groups, n * length, cin_g)
+        ws = weight.reshape(groups, cin_g, -1)
+        y = torch.bmm(xs, ws)  # (g, N*L, C_out/g * K)
+        y = y.reshape((groups, n) + sizes + (cout_g,) + k)
+        # (g, N, S_0.., C_out/g, k_0..) -> (N, g, C_out/g, S_0, k_0, S_1, k_1, ..), or for
+        # channels_last input (N, S_0, k_0, .., g, C_out/g), torch's layout, in the same copy
+        spatial = [a for i in range(nd) for a in (2 + i, 3 + nd + i)]
+        if cl:
+            y = y.permute([1] + spatial + [0, 2 + nd]).reshape((n,) + out + (groups * cout_g,)).movedim(-1, 1)
+        else:
+            y = y.permute([1, 0, 2 + nd] + spatial).reshape((n, groups * cout_g) + out)
     y = _tc_dense(y, cl)
     if bias is not None:
         y = y + bias.reshape((1, -1) + (1,) * nd)
