@@ -227,6 +227,8 @@ def render_report(report: Any, console: Any, show_refusals: bool = False) -> Non
                       f"not gradchecked, {gc['seconds']}s): "
                       + ("[green]ok[/]" if gc["ok"] else f"[bold red]FAILED[/] {escape(gc['message'])}"))
     console.print(f"[dim]op table: candle {pin['version']} @ {pin['commit'][:12]}; {report.seconds}s[/]")
+    if report.kink:
+        console.print("[yellow]kink[/]: " + escape(report.kink_note()))
     verdict = report.verdict
     if verdict == "pass":
         extra = ""

@@ -55,6 +55,21 @@ class VerifyReport:
     timings: dict[str, Any] = field(default_factory=dict)
     trace_error: str = ""  # why the rewritten graph is missing ("--no-trace" when asked)
     allow_wrong_gradients: bool = False
+    # The first seed's runs crossed an activation's kink (verify/kinks.py): {seed, checked_seed
+    # (the next seed, whose runs the rows show, or None when it failed too), flips}.
+    kink: dict[str, Any] | None = None
+    seed_checked: int | None = None
+
+    def kink_note(self) -> str:
+        """One line on a kink crossing and what verify did about it; "" without one."""
+        if not self.kink:
+            return ""
+        from .kinks import describe
+
+        where = f"seed {self.kink['seed']}: {describe(self.kink['flips'])}, so every gradient upstream differs by a whole term"
+        if self.kink.get("checked_seed") is not None:
+            return f"{where}; rounding, not the rewrite: compared on seed {self.kink['checked_seed']} instead"
+        return f"{where}; seed {self.kink['seed'] + 1} differed too, so the difference is not only that"
 
     @property
     def changes_by_design(self) -> bool:
@@ -189,6 +204,9 @@ class VerifyReport:
             "coverage": {"original": coverage(self.graph_original), "rewritten": coverage(self.graph_rewritten)},
             "trace_error": self.trace_error,
             "allow_wrong_gradients": self.allow_wrong_gradients,
+            "kink": ({"note": self.kink_note(), "seed": self.kink["seed"], "checked_seed": self.kink.get("checked_seed"),
+                      "flips": self.kink["flips"]} if self.kink else None),
+            "seed_compared": self.seed if self.seed_checked is None else self.seed_checked,
             "gradcheck": self.gradcheck,
             "candle": candle_pin(),
             "module_files": self.module_files,

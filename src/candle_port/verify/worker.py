@@ -336,7 +336,14 @@ def _run(job: dict) -> None:
     pristine = _pristine_copy(model) if job["role"] == "original" else None
     t0 = time.monotonic()
     weights = None if job["role"] == "original" else ref["loss_weights"]
-    outputs, input_grads, param_grads, weights = _forward_backward(model, inputs, weights, job["seed"])
+    from .kinks import record
+
+    kinks, stop_recording = record(model)  # activation inputs near a kink (kinks.py)
+    try:
+        outputs, input_grads, param_grads, weights = _forward_backward(model, inputs, weights, job["seed"])
+    finally:
+        stop_recording()
+    result["kinks"] = kinks
     if job["role"] != "original":
         theirs = {k: tuple(v.shape) for k, v in weights.items()}
         ours = {k: tuple(v.shape) for k, v in outputs.items()}
