@@ -38,6 +38,7 @@ def test_a_crossing_on_seed_0_only_is_compared_on_seed_1_and_passes(monkeypatch)
     _plant(monkeypatch, "relu_kink.py")
     data = json.loads(_verify(f"{FIXTURES}/relu_kink.py:KinkedGate", "--input-shape", "1,1,4,4").stdout)
     assert data["kink"]["seed"] == 0 and data["kink"]["checked_seed"] == 1 and data["seed_compared"] == 1
+    assert data["kink"]["outcome"] == "passed" and data["kink"]["crossed_seeds"] == [0]
     [flip] = data["kink"]["flips"]
     assert flip["module"] == "act" and flip["original"] > 0 and flip["rewritten"] == 0
     assert "compared on seed 1 instead" in data["kink"]["note"] and data["failures"] == []
@@ -45,15 +46,20 @@ def test_a_crossing_on_seed_0_only_is_compared_on_seed_1_and_passes(monkeypatch)
     assert "kink: seed 0: an input of act lies within float32 rounding of its kink at 0" in text
 
 
-def test_a_crossing_on_both_seeds_stays_fail_and_says_so(monkeypatch):
+def test_a_crossing_on_every_seed_tried_stays_fail_and_says_so(monkeypatch):
+    """Every element feeds the term: each seed rounds some of them across 0 (seed 1 only element
+    11, which -1 puts above 0), so no seed tried is free of a crossing."""
+    from candle_port.verify.runner import KINK_RETRIES
+
     _plant(monkeypatch, "relu_kink.py")
     result = _verify(f"{FIXTURES}/relu_kink.py:KinkedGate", "--input-shape", "1,1,4,4",
                      "--init-kwargs", '{"element": null, "sign": -1.0}')
     data = json.loads(result.stdout)
     assert result.exit_code == EXIT_FAIL and data["verdict"] == "fail"
-    assert data["kink"]["checked_seed"] is None and data["seed_compared"] == 0
+    assert data["kink"]["outcome"] == "every seed crossed a kink" and data["kink"]["checked_seed"] is None
+    assert data["kink"]["crossed_seeds"] == list(range(KINK_RETRIES + 1)) and data["seed_compared"] == KINK_RETRIES
     assert data["kink"]["flips"][0]["count"] == 3  # elements 3, 7 (now above 0) and 13 (below) of seed 0
-    assert "seed 1 differed too" in data["kink"]["note"]
+    assert f"every seed tried crossed one: seed {KINK_RETRIES}'s comparison is shown" in data["kink"]["note"]
 
 
 def test_a_wrong_rewrite_without_a_crossing_is_not_retried(monkeypatch):

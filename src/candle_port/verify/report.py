@@ -66,10 +66,17 @@ class VerifyReport:
             return ""
         from .kinks import describe
 
-        where = f"seed {self.kink['seed']}: {describe(self.kink['flips'])}, so every gradient upstream differs by a whole term"
-        if self.kink.get("checked_seed") is not None:
-            return f"{where}; rounding, not the rewrite: compared on seed {self.kink['checked_seed']} instead"
-        return f"{where}; seed {self.kink['seed'] + 1} differed too, so the difference is not only that"
+        crossed = self.kink["crossed_seeds"]
+        where = (f"seed {crossed[0]}: {describe(self.kink['flips'])}, so every gradient upstream differs by a whole "
+                 f"term")
+        later = crossed[1:]
+        also = f"; seed{'s' if len(later) > 1 else ''} {', '.join(map(str, later))} crossed one too" if later else ""
+        outcome = self.kink["outcome"]
+        if outcome == "passed":
+            return f"{where}{also}; rounding, not the rewrite: compared on seed {self.kink['checked_seed']} instead"
+        if outcome == "differs without a kink":
+            return f"{where}{also}; seed {self.kink['checked_seed']} differs without crossing one: its comparison is shown"
+        return f"{where}{also}; every seed tried crossed one: seed {self.seed_checked}'s comparison is shown"
 
     @property
     def changes_by_design(self) -> bool:
@@ -204,8 +211,7 @@ class VerifyReport:
             "coverage": {"original": coverage(self.graph_original), "rewritten": coverage(self.graph_rewritten)},
             "trace_error": self.trace_error,
             "allow_wrong_gradients": self.allow_wrong_gradients,
-            "kink": ({"note": self.kink_note(), "seed": self.kink["seed"], "checked_seed": self.kink.get("checked_seed"),
-                      "flips": self.kink["flips"]} if self.kink else None),
+            "kink": ({"note": self.kink_note(), **self.kink} if self.kink else None),
             "seed_compared": self.seed if self.seed_checked is None else self.seed_checked,
             "gradcheck": self.gradcheck,
             "candle": candle_pin(),

@@ -18,6 +18,8 @@ from .spec import SpecError, parse_config_class, parse_model_spec, resolve_sourc
 from .workspace import RewriteFn, make_rewritten_copy, use_prepared_copy
 
 WORKER_TIMEOUT_S = 1800
+# Seeds after the first that verify tries when every failing run crossed an activation's kink.
+KINK_RETRIES = 3
 GRADCHECK_MAX_SPATIAL = 8
 
 
@@ -147,14 +149,20 @@ def run_verify(options: VerifyOptions, rewrite: RewriteFn | None = None,
                 raise VerifyError(f"port-fix is not available: {exc}") from exc
         pair = _run_pair(options, options.seed, spec, source, rewritten, workdir)
         exact = options.strategy in EXACT_STRATEGIES or options.rtol is not None or options.atol is not None
-        kink = _kink_crossed(pair) if exact else []
-        if kink:  # a float32 rounding crossed a ReLU's kink: the same rewrite, checked on the next seed
-            retry = _run_pair(options, options.seed + 1, spec, source, rewritten, workdir / "retry")
-            if not _differing(retry):
-                pair = retry
-                kink = {"seed": options.seed, "checked_seed": options.seed + 1, "flips": kink}
-            else:
-                kink = {"seed": options.seed, "checked_seed": None, "flips": kink}
+        flips = _kink_crossed(pair) if exact else []
+        kink = None
+        if flips:  # float32 rounding crossed an activation's kink: the same rewrite, on the next seeds
+            kink = {"seed": options.seed, "flips": flips, "crossed_seeds": [options.seed], "checked_seed": None,
+                    "outcome": "every seed crossed a kink"}
+            for seed in range(options.seed + 1, options.seed + 1 + KINK_RETRIES):
+                pair = _run_pair(options, seed, spec, source, rewritten, workdir / f"seed-{seed}")
+                if not _differing(pair):
+                    kink.update(checked_seed=seed, outcome="passed")
+                    break
+                if not _kink_crossed(pair):  # a difference no kink explains: this run's rows are the verdict
+                    kink.update(checked_seed=seed, outcome="differs without a kink")
+                    break
+                kink["crossed_seeds"].append(seed)
         original, result, load, tolerance, rows = pair
     trace_error = "--no-trace" if not options.trace else result.get("trace_error", "")
     return VerifyReport(
@@ -169,13 +177,8 @@ def run_verify(options: VerifyOptions, rewrite: RewriteFn | None = None,
         timings={"original": original.get("timings", {}), "rewritten": result.get("timings", {})},
         seconds=round(time.monotonic() - started, 1),
         trace_error=trace_error, allow_wrong_gradients=options.allow_wrong_gradients,
-        kink=kink or None, seed_checked=pair_seed(kink, options.seed),
+        kink=kink, seed_checked=original["seed"] if kink else None,
     )
-
-
-def pair_seed(kink: dict | None, seed: int) -> int:
-    """The seed whose runs the report shows: the next one when a kink crossing was retried and passed."""
-    return kink["checked_seed"] if kink and kink.get("checked_seed") is not None else seed
 
 
 def _run_pair(options: VerifyOptions, seed: int, spec, source, rewritten, workdir: Path) -> tuple:
@@ -215,6 +218,7 @@ def _run_pair(options: VerifyOptions, seed: int, spec, source, rewritten, workdi
     tolerance = choose_tolerance(options.dtype, original.get("reference"), options.rtol, options.atol,
                                  options.noise_factor)
     rows = compare_results(original, result, tolerance, list(load["missing"]))
+    original["seed"] = seed
     return original, result, load, tolerance, rows
 
 
