@@ -45,9 +45,18 @@ OPS = {
 }
 
 
-@pytest.mark.parametrize("batch", [1, 2])
-@pytest.mark.parametrize("name", sorted(OPS))
-def test_an_eval_batch_norm_before_the_op_gets_torchs_gradient(name, batch):
+CASES = [
+    (name, batch, channels_last)
+    for name in sorted(OPS)
+    for batch in (1, 2)
+    for channels_last in ((False, True) if OPS[name][0] > 1 else (False,))  # channels_last: 4-D and 5-D
+]
+
+
+@pytest.mark.parametrize(("name", "batch", "channels_last"), CASES)
+def test_an_eval_batch_norm_before_the_op_gets_torchs_gradient(name, batch, channels_last):
+    """`channels_last`: the op gets the normalized activations in channels_last (a model that
+    converts them), so its gradient reaches a batch norm whose input is contiguous."""
     nd, op = OPS[name]
     norm = (torch.nn.BatchNorm1d, torch.nn.BatchNorm2d, torch.nn.BatchNorm3d)[nd - 1](4).eval()
     with torch.no_grad():
@@ -57,7 +66,10 @@ def test_an_eval_batch_norm_before_the_op_gets_torchs_gradient(name, batch):
     grads = []
     for module in (F, rt):
         leaf = x.clone().requires_grad_()
-        y = op(module, norm(leaf))
+        normalized = norm(leaf)
+        if channels_last:
+            normalized = normalized.contiguous(memory_format=torch.channels_last if nd == 2 else torch.channels_last_3d)
+        y = op(module, normalized)
         y.backward(torch.randn(y.shape, generator=torch.Generator().manual_seed(5)))
         grads.append(leaf.grad)
     torch.testing.assert_close(grads[1], grads[0], rtol=1e-4, atol=1e-5)

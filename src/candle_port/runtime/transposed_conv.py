@@ -184,12 +184,14 @@ def _tc_blocks(x: torch.Tensor, weight: torch.Tensor, bias: Optional[torch.Tenso
         length *= v
     out = tuple(s_ * k_ for s_, k_ in zip(sizes, k))
     cl = _tc_channels_last(x, k, (0,) * nd)
-    if x.is_contiguous():
+    if x.is_contiguous() or n == 1:
         # (N, g, C_out/g * K, C_in/g) @ (N, g, C_in/g, L): x is read in its own layout, so its
         # gradient (the matmul's) comes back contiguous, as torch's. A gradient built by views
         # of another layout has a batch stride torch's own kernels misread when N is 1
-        # (batch_norm's backward in eval mode reads it as contiguous: wrong gradients upstream).
-        xs = x.reshape(n, groups, cin_g, length)
+        # (batch_norm's backward in eval mode reads it as contiguous: wrong gradients upstream),
+        # so a channels_last x of one sample is copied to this layout first (its gradient is then
+        # contiguous, not channels_last as torch's, but canonical).
+        xs = x.contiguous().reshape(n, groups, cin_g, length)
         ws = weight.reshape(groups, cin_g, -1).transpose(1, 2)
         y = torch.matmul(ws, xs)  # (N, g, C_out/g * K, L)
         y = y.reshape((n, groups * cout_g) + k + sizes)
