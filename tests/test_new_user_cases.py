@@ -265,3 +265,24 @@ def test_upsampling_bilinear2d_is_described_by_what_it_implies_not_a_mode_argume
     assert finding.code == "CP101" and finding.message.startswith("nn.UpsamplingBilinear2d (bilinear, align_corners=True) has no backward")
     [finding] = check_source(NN + "m = nn.Upsample(scale_factor=2, mode='bilinear', align_corners=True)\n")
     assert finding.message.startswith("nn.Upsample(mode='bilinear', align_corners=True) has no backward")
+
+
+def test_a_subclass_of_an_unsupported_layer_passed_as_a_value_is_reported_at_its_base():
+    """torchvision's video ResNets hand `Conv3DSimple(nn.Conv3d)` to their blocks as a value;
+    no construction of it is written, so its base is the site. A construction written by name is
+    the site instead (not both); a 2-D pool subclass depends on its arguments: nothing without one."""
+    source = (
+        NN
+        + "class Conv3DSimple(nn.Conv3d):\n    pass\n\n"
+        + "class Deeper(Conv3DSimple):\n    pass\n\n"
+        + "class Built(nn.Conv3d):\n    pass\n\n"
+        + "class Up1d(nn.ConvTranspose1d):\n    pass\n\n"
+        + "class Pool(nn.MaxPool2d):\n    pass\n\n"
+        + "makers = [Conv3DSimple, Deeper, Pool]\nb = Built(4, 4, 3)\n"
+    )
+    found = [(f.line, f.column, f.code, f.message.split(":")[0]) for f in check_source(source)]
+    assert found == [
+        (2, 20, "CP110", "Conv3DSimple (a subclass of nn.Conv3d)"),
+        (11, 12, "CP108", "Up1d (a subclass of nn.ConvTranspose1d)"),
+        (18, 5, "CP110", "Built (a subclass of nn.Conv3d)"),
+    ]

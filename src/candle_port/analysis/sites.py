@@ -219,6 +219,7 @@ def scan_module(tree: ast.Module, text: str = "", index=None, package: str = "",
             plain.append((call, scope))
         sites.extend(found)
     summary = summarize(module, path, builder, resolver, sites)
+    sites.extend(_subclass_definition_sites(builder, resolver, sites))
     local = holder[0] = (index or ProjectIndex([])).overlay(summary)
     resolver.forget()  # names resolved through the index may read this module's summary now
     if local.wrappers:
@@ -244,6 +245,37 @@ def _class_bases(info: ClassInfo, resolver: Resolver, depth: int) -> set[str]:
             if api is not None and api.is_module:
                 out.add(name)
     return out
+
+
+def _unsupported_whatever_its_arguments(api: Api) -> bool:
+    """3-D convolution and pooling (no candle op) and ConvTranspose1d (no candle backward)."""
+    return api.family == "volumetric" or (api.family == "conv_transpose" and "1d" in api.name)
+
+
+def _subclass_definition_sites(builder, resolver: Resolver, sites: list[Site]) -> list[Site]:
+    """A site at the base of each local class that subclasses a layer candle cannot run or train
+    whatever its arguments, where this module constructs no instance of it by name: a class
+    passed around as a value (torchvision's video ResNets hand `Conv3DSimple(nn.Conv3d)` to their
+    blocks as `conv_makers`) is otherwise never a site. port-fix rewrites the base, as for a
+    constructed subclass. A subclass of a local subclass is covered by its parent's site."""
+    constructed = {id(site.subclass) for site in sites if site.subclass is not None}
+    found: list[Site] = []
+    for info in builder.classes:
+        if id(info) in constructed:
+            continue
+        for base in info.node.bases:
+            if isinstance(base, ast.Name) and any(isinstance(b, ClassInfo) for b in resolver.lookup(base.id, info.scope) or ()):
+                continue
+            api_found = _api_of(base, info.scope, resolver)
+            if api_found is None or not api_found[1].is_module or not _unsupported_whatever_its_arguments(api_found[1]):
+                continue
+            call = ast.copy_location(ast.Call(func=base, args=[], keywords=[]), base)
+            call.end_lineno, call.end_col_offset = base.end_lineno, base.end_col_offset
+            site = Site(call, api_found[1], api_found[0], "subclass", info.scope, resolver, subclass=info)
+            site.subclass_name = info.node.name
+            found.append(site)
+            break
+    return found
 
 
 def _api_of(func: ast.expr, scope: Scope, resolver: Resolver) -> tuple[str, Api] | None:
