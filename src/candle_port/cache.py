@@ -61,11 +61,8 @@ class ResultCache:
         return self.directory / key[:2] / f"{key}.json"
 
     def get(self, key: str) -> FileResult | None:
-        entry = self._entry(key)
         try:
-            with open(entry, "rb") as handle:
-                raw = _json().loads(handle.read().decode("utf-8"))
-                mark_used(entry, handle.fileno())
+            raw = read_entry(self._entry(key))
         except (OSError, ValueError):
             return None
         try:
@@ -123,13 +120,18 @@ PRUNE_MARKER = ".pruned"  # its mtime: when the directory was last pruned
 _ABANDONED_TEMP_SECONDS = 3600  # a temporary entry this old was left by a run that was killed
 
 
-def mark_used(entry: Path, fd: int) -> None:
-    """Set a hit entry's mtime to now, at most once a day (atime cannot be trusted: noatime mounts)."""
-    try:
-        if time.time() - os.fstat(fd).st_mtime > DAY_SECONDS:
-            os.utime(entry)
-    except OSError:
-        pass
+def read_entry(entry: Path):
+    """A cache entry's JSON (OSError or ValueError when it is missing or unreadable), marked used:
+    its mtime set to now, at most once a day (atime cannot be trusted: noatime mounts), so `prune`
+    keeps it. port-check's results cache and verify's rewrite cache both read through here."""
+    with open(entry, "rb") as handle:
+        raw = _json().loads(handle.read().decode("utf-8"))
+        try:
+            if time.time() - os.fstat(handle.fileno()).st_mtime > DAY_SECONDS:
+                os.utime(entry)
+        except OSError:
+            pass
+    return raw
 
 
 def prune(directory: Path | str, now: float | None = None) -> int:

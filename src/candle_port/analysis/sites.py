@@ -264,8 +264,8 @@ def _subclass_definition_sites(builder, resolver: Resolver, sites: list[Site]) -
         if id(info) in constructed:
             continue
         for base in info.node.bases:
-            if isinstance(base, ast.Name) and any(isinstance(b, ClassInfo) for b in resolver.lookup(base.id, info.scope) or ()):
-                continue
+            if _subclass_of(base, info.scope, resolver) is not None:
+                continue  # a local class: its own site covers it
             api_found = _api_of(base, info.scope, resolver)
             if api_found is None or not api_found[1].is_module or not _unsupported_whatever_its_arguments(api_found[1]):
                 continue

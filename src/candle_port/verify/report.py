@@ -55,10 +55,18 @@ class VerifyReport:
     timings: dict[str, Any] = field(default_factory=dict)
     trace_error: str = ""  # why the rewritten graph is missing ("--no-trace" when asked)
     allow_wrong_gradients: bool = False
-    # The first seed's runs crossed an activation's kink (verify/kinks.py): {seed, checked_seed
-    # (the next seed, whose runs the rows show, or None when it failed too), flips}.
+    # The first seed's runs crossed an activation's kink (verify/kinks.py, runner._past_kinks):
+    # {seed, flips, crossed_seeds, checked_seed (the seed that passed or differed without a
+    # crossing; None when every seed tried crossed one), outcome}.
     kink: dict[str, Any] | None = None
-    seed_checked: int | None = None
+
+    @property
+    def seed_compared(self) -> int:
+        """The seed whose runs the rows show: the last one tried when a kink crossing was retried."""
+        if not self.kink:
+            return self.seed
+        checked = self.kink.get("checked_seed")
+        return self.kink["crossed_seeds"][-1] if checked is None else checked
 
     def kink_note(self) -> str:
         """One line on a kink crossing and what verify did about it; "" without one."""
@@ -76,7 +84,7 @@ class VerifyReport:
             return f"{where}{also}; rounding, not the rewrite: compared on seed {self.kink['checked_seed']} instead"
         if outcome == "differs without a kink":
             return f"{where}{also}; seed {self.kink['checked_seed']} differs without crossing one: its comparison is shown"
-        return f"{where}{also}; every seed tried crossed one: seed {self.seed_checked}'s comparison is shown"
+        return f"{where}{also}; every seed tried crossed one: seed {self.seed_compared}'s comparison is shown"
 
     @property
     def changes_by_design(self) -> bool:
@@ -212,7 +220,7 @@ class VerifyReport:
             "trace_error": self.trace_error,
             "allow_wrong_gradients": self.allow_wrong_gradients,
             "kink": ({"note": self.kink_note(), **self.kink} if self.kink else None),
-            "seed_compared": self.seed if self.seed_checked is None else self.seed_checked,
+            "seed_compared": self.seed_compared,
             "gradcheck": self.gradcheck,
             "candle": candle_pin(),
             "module_files": self.module_files,

@@ -11,9 +11,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from candle_port.rewriters.strategies import EXACT_STRATEGIES
+
 from .compare import NOISE_FACTOR, choose_tolerance, compare_results
 from .lines import map_graph_locations
-from .report import EXACT_STRATEGIES, EXIT_ERROR, EXIT_FAIL, EXIT_PASS, VerifyReport  # noqa: F401 (re-exported)
+from .report import EXIT_ERROR, EXIT_FAIL, EXIT_PASS, VerifyReport  # noqa: F401 (re-exported)
 from .spec import SpecError, parse_config_class, parse_model_spec, resolve_source_root
 from .workspace import RewriteFn, make_rewritten_copy, use_prepared_copy
 
@@ -163,7 +165,7 @@ def run_verify(options: VerifyOptions, rewrite: RewriteFn | None = None,
         timings={"original": original.get("timings", {}), "rewritten": result.get("timings", {})},
         seconds=round(time.monotonic() - started, 1),
         trace_error=trace_error, allow_wrong_gradients=options.allow_wrong_gradients,
-        kink=kink, seed_checked=original["seed"] if kink else None,
+        kink=kink,
     )
 
 
@@ -204,7 +206,6 @@ def _run_pair(options: VerifyOptions, seed: int, spec, source, rewritten, workdi
     tolerance = choose_tolerance(options.dtype, original.get("reference"), options.rtol, options.atol,
                                  options.noise_factor)
     rows = compare_results(original, result, tolerance, list(load["missing"]))
-    original["seed"] = seed
     return original, result, load, tolerance, rows
 
 

@@ -76,13 +76,10 @@ class RewriteCache:
         return self.directory / key[:2] / f"{key}.json"
 
     def get(self, text: str) -> tuple | None:
-        from candle_port.cache import mark_used
+        from candle_port.cache import read_entry
 
-        entry = self._entry(text)
         try:
-            with open(entry, "rb") as handle:
-                raw = json.loads(handle.read().decode("utf-8"))
-                mark_used(entry, handle.fileno())
+            raw = read_entry(self._entry(text))
             return (text if raw["text"] is None else raw["text"], bool(raw["changed"]), int(raw["fixed"]),
                     [str(r) for r in raw["refused"]])
         except (OSError, ValueError, KeyError, TypeError):
