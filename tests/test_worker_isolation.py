@@ -94,13 +94,65 @@ def test_deeply_nested_brackets_never_reach_libcst(tmp_path):
     assert [os.path.basename(f.path) for f in report.findings] == ["strings.py"]
 
 
-def test_a_parser_crash_in_a_one_process_check_costs_only_its_file(tmp_path):
-    """A 10,000-term `and` (valid Python) overflows libcst's native parser (SIGSEGV); -j1 still finishes."""
+def test_code_that_crashes_libcst_is_checked_in_a_one_process_check(tmp_path):
+    """A 10,000-term `and` (valid Python) overflows libcst's native parser (SIGSEGV); port-check
+    parses with CPython's, so -j1 checks it in the main process like any other file."""
     (tmp_path / "bad.py").write_text(BILINEAR + "z = " + " and ".join(["a"] * 10_000) + "\n")
     (tmp_path / "good.py").write_text(BILINEAR)
     report = check_paths([str(tmp_path)], Config(), jobs=1)
-    assert [os.path.basename(f.path) for f in report.findings if f.path.endswith("good.py")] == ["good.py"]
-    assert all(e.path.endswith("bad.py") for e in report.errors)
+    assert sorted(os.path.basename(f.path) for f in report.findings) == ["bad.py", "good.py"]
+    assert report.errors == []
+
+
+def test_a_small_check_starts_no_worker(tmp_path, monkeypatch):
+    """A tree whose files to parse are small is checked in the main process (a worker costs more
+    CPU than it saves there), on any -j; large parse work goes to every core."""
+    from candle_port import engine, parallel
+
+    for name in ("a.py", "b.py", "c.py"):
+        (tmp_path / name).write_text(BILINEAR)
+
+    def no_fork():
+        raise AssertionError("forked")
+
+    monkeypatch.setattr(os, "fork", no_fork)
+    for jobs in (1, 2, None):
+        report = check_paths([str(tmp_path)], Config(), jobs=jobs)
+        assert len(report.findings) == 3 and report.errors == []
+    monkeypatch.undo()  # os.fork back: the workers below are real
+    asked = []
+    real = parallel.map_files
+    monkeypatch.setattr(engine, "map_files", lambda *a, **k: asked.append(k.get("parallel")) or real(*a, **k))
+    monkeypatch.setattr(engine, "PARALLEL_PARSE_BYTES", 2 * len(BILINEAR))
+    report = check_paths([str(tmp_path)], Config(), jobs=2)
+    assert asked == [True] and len(report.findings) == 3
+    asked.clear()
+    report = check_paths([str(tmp_path)], Config(), jobs=1)
+    assert asked == [None] and len(report.findings) == 3
+
+
+def test_a_file_past_its_cpu_budget_in_the_main_process_costs_only_that_file(tmp_path, monkeypatch):
+    """In the main process no worker's CPU limit stops a file that never ends: an interval timer
+    does, and the file becomes its own error, as a stopped worker's file would."""
+    from candle_port import checker, engine
+
+    (tmp_path / "a_good.py").write_text(BILINEAR)
+    (tmp_path / "b_endless.py").write_text(BILINEAR + "# endless\n")
+    (tmp_path / "c_good.py").write_text(BILINEAR)
+    real = checker.check_text
+
+    def check_text(text, *args, **kwargs):
+        while "# endless" in text:
+            pass
+        return real(text, *args, **kwargs)
+
+    monkeypatch.setattr(checker, "check_text", check_text)
+    monkeypatch.setattr(engine, "FILE_CPU_SECONDS", 0.3)
+    report = check_paths([str(tmp_path)], Config(), jobs=1)
+    assert sorted(os.path.basename(f.path) for f in report.findings) == ["a_good.py", "c_good.py"]
+    assert [(os.path.basename(e.path), e.reason) for e in report.errors] == [
+        ("b_endless.py", "not checked: it took more than 0.3 s of CPU while checking this file")
+    ]
 
 
 def test_screening_a_small_tree_in_the_main_process_changes_no_result(tmp_path, monkeypatch):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import gc
+import os
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -11,10 +12,10 @@ from candle_port.cache import prune as prune_cache
 from candle_port.config import Config
 from candle_port.discovery import discover
 from candle_port.findings import FileError, FileResult, Finding
-from candle_port.isolation import isolated
-from candle_port.parallel import map_files, runs_in_parallel, workers_inherit_memory
+from candle_port.isolation import OverCpuBudget, isolated, within_cpu_seconds
+from candle_port.parallel import FILE_CPU_SECONDS, map_files, runs_in_parallel, workers_inherit_memory
 from candle_port.prefilter import is_vendored_runtime, may_hold_sites
-from candle_port.sources import SourceError, load_source, load_source_in_main_process
+from candle_port.sources import SourceError, SourceText, load_source, load_source_in_main_process
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (2 ms of port-check's start)
 if TYPE_CHECKING:
@@ -60,13 +61,17 @@ def check_file(
     `digest` (the index entries the file's findings depend on) is part of its cache key.
     `known_without_sites`: an earlier pass found no API name in the file (skips that scan).
     """
-    try:
-        data, source = load_source(path)
-    except SourceError as exc:
-        return FileResult(path, error=FileError(path, str(exc)))
-    unparsed = _without_parse(path, source.text, index, known_without_sites)
-    if unparsed is not None:
-        return unparsed
+    screened = _screened.pop(path, None) if index is None else None
+    if screened is not None:
+        data, source = screened  # its prefilter said: parse it
+    else:
+        try:
+            data, source = load_source(path)
+        except SourceError as exc:
+            return FileResult(path, error=FileError(path, str(exc)))
+        unparsed = _without_parse(path, source.text, index, known_without_sites)
+        if unparsed is not None:
+            return unparsed
     key = cache.key(path, data + (b"\0index\0" + digest.encode() if index is not None else b"")) if cache is not None else None
     if cache is not None and key is not None:
         hit = cache.get(key)
@@ -104,34 +109,80 @@ def _without_parse(path: str, text: str, index=None, known_without_sites: bool =
 
 def screen_file(path: str) -> FileResult | None:
     """check_file's first pass for a file that needs no parse (unreadable, or `_without_parse`),
-    else None. Text work only (no parser, no analysis), so it runs in the main process."""
+    else None. Text work only (no parser, no analysis), so it runs in the main process. The text
+    of a file that needs the parse is kept for check_file (`_screened`): read and prefiltered once."""
     try:
-        source = load_source_in_main_process(path)
+        loaded = load_source_in_main_process(path)
     except SourceError as exc:
         return FileResult(path, error=FileError(path, str(exc)))
-    return None if source is None else _without_parse(path, source.text)
+    if loaded is None:
+        return None
+    result = _without_parse(path, loaded[1].text)
+    if result is None:
+        _screened[path] = loaded
+    return result
+
+
+# Files the main process read and found to need the parser, by path, until check_file takes them
+# (in this process, or in a worker forked with a copy).
+_screened: dict[str, tuple[bytes, SourceText]] = {}
+
+
+# Up to this many files the main process reads them first (no parser) and starts workers only for
+# the parse work left; a larger tree is read by its workers (reading in one process would serialise it).
+SCREEN_IN_MAIN_PROCESS_FILES = 400
+# Parse work, in bytes of source, that pays for starting workers: about 0.25 s of one core (a
+# worker costs 5-10 ms of CPU, the fork and the pages it copies; basicsr's 24 files to parse,
+# 262 kB, took 20 ms more CPU on two workers than on one).
+PARALLEL_PARSE_BYTES = 700_000
 
 
 def _first_pass(files: list[str], config: Config, cache_dir: str | None, jobs: int | None, progress) -> list[FileResult]:
-    """Every file alone. A run on one worker (a few files: pre-commit, an editor, a small package)
-    reads them here first and starts a worker, and imports the analysis, only for the files that
-    need the parser: a worker costs about 7 ms of CPU (the fork, then the pages it writes) and the
-    analysis 10 ms to import, most of a run on one clean file. A parallel run reads every file in
-    its workers."""
+    """Every file alone. A small tree (pre-commit, an editor, a package) is read here first, and
+    the analysis imported and run only for the files that need the parser: on more than one worker
+    only when their size pays for the workers (_check_parsing). A larger tree is read by its
+    workers."""
     args = (config, cache_dir, None, None, frozenset())
-    if runs_in_parallel(len(files), jobs):
+    if len(files) > SCREEN_IN_MAIN_PROCESS_FILES and runs_in_parallel(len(files), jobs):
         _load_the_checker()
-        return map_files(_check_chunk, files, args, jobs, progress, on_crash=_worker_died)
+        return map_files(_check_chunk, files, args, jobs, progress, on_crash=_worker_died, parallel=True)
     results = [screen_file(path) for path in files]
     todo = [i for i, result in enumerate(results) if result is None]
     if progress and len(todo) < len(files):
         progress(len(files) - len(todo))
     if todo:
         _load_the_checker()
-        parsed = map_files(_check_chunk, [files[i] for i in todo], args, jobs, progress, on_crash=_worker_died)
+        try:
+            parsed = _check_parsing([files[i] for i in todo], args, jobs, progress)
+        finally:
+            _screened.clear()  # a worker's file was taken in its copy; and an interrupted run's
         for i, result in zip(todo, parsed):
             results[i] = result
     return results  # type: ignore[return-value]
+
+
+def _check_parsing(paths: list[str], args: tuple, jobs: int | None, progress) -> list[FileResult]:
+    """`_check_chunk` over `paths`: on every core when their size pays for the workers, else in this
+    process. Checking needs no worker to survive a file: the parser is CPython's (deep nesting is a
+    SyntaxError or RecursionError, never a crash), isolation.py turns whatever a file does into its
+    error, and _check_chunk gives each file the CPU budget a worker would (FILE_CPU_SECONDS)."""
+    if _worth_workers(paths, jobs):
+        return map_files(_check_chunk, paths, args, jobs, progress, on_crash=_worker_died, parallel=True)
+    return map_files(_check_chunk, paths, args, 1, progress)
+
+
+def _worth_workers(paths: list[str], jobs: int | None) -> bool:
+    if (jobs or os.cpu_count() or 1) < 2 or len(paths) < 2:
+        return False
+    total = 0
+    for path in paths:
+        try:
+            total += os.stat(path).st_size
+        except OSError:
+            continue
+        if total >= PARALLEL_PARSE_BYTES:
+            return True
+    return False
 
 
 def _worker_died(path: str, cause: str = "the worker process died") -> FileResult:
@@ -143,11 +194,27 @@ def _check_chunk(args) -> list[FileResult]:
     if index == _INHERITED:
         index = _index_for_workers
     cache = ResultCache(Path(cache_dir), config.fingerprint()) if cache_dir else None
+    budgeted = _budgeted if os.getpid() == _MAIN_PID else _unbudgeted  # a worker has RLIMIT_CPU
     with _collect_cycles_per_file() as after_each:
         return [
-            after_each(check_file(p, config, cache, index, digests.get(p, "") if digests else "", p in without_sites))
+            after_each(budgeted(p, lambda p=p: check_file(p, config, cache, index, digests.get(p, "") if digests else "", p in without_sites)))
             for p in paths
         ]
+
+
+_MAIN_PID = os.getpid()
+
+
+def _budgeted(path: str, check: Callable[[], FileResult]) -> FileResult:
+    """`check()` in the main process, stopped as a worker would be past FILE_CPU_SECONDS."""
+    try:
+        return within_cpu_seconds(FILE_CPU_SECONDS, check)
+    except OverCpuBudget:
+        return _worker_died(path, f"it took more than {FILE_CPU_SECONDS} s of CPU")
+
+
+def _unbudgeted(path: str, check: Callable[[], FileResult]) -> FileResult:
+    return check()
 
 
 # A file that was only read (no parse) leaves a few objects: no collection for it.
@@ -241,13 +308,11 @@ def check_files_with_index(
         if not redo:
             break
         without_sites = frozenset(files[i] for i in redo if not results[i].parsed)
-        again = map_files(
-            _check_chunk,
+        again = _check_parsing(
             [files[i] for i in redo],
             (config, cache_dir, _share_with_workers(index.for_workers()), digests, without_sites),
             jobs,
             None,
-            on_crash=_worker_died,
         )
         for i, result in zip(redo, again):
             if not result.parsed and result.summary is None:

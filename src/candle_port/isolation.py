@@ -27,6 +27,36 @@ DEEP_RECURSION_LIMIT = 60_000
 _deep_lock = _thread.allocate_lock()
 
 
+class OverCpuBudget(BaseException):
+    """A file's work went past its CPU seconds (a BaseException: `isolated` must let it through)."""
+
+
+def within_cpu_seconds(seconds: float, work: Callable[[], T]) -> T:
+    """`work()`, stopped by OverCpuBudget once this process has spent `seconds` more of CPU on it.
+
+    What a worker's RLIMIT_CPU does for a file checked in a worker (parallel.py), for a file
+    checked in the main process, where that limit would end the whole run. Unguarded outside the
+    main thread and where there are no interval timers (Windows)."""
+    import signal
+
+    if not hasattr(signal, "setitimer"):
+        return work()
+
+    def over_budget(signum, frame):
+        raise OverCpuBudget
+
+    try:
+        previous = signal.signal(signal.SIGPROF, over_budget)
+    except ValueError:  # not the main thread
+        return work()
+    signal.setitimer(signal.ITIMER_PROF, seconds)
+    try:
+        return work()
+    finally:
+        signal.setitimer(signal.ITIMER_PROF, 0)
+        signal.signal(signal.SIGPROF, previous)
+
+
 def isolated(path: str, work: Callable[[], T]) -> T | FileError:
     """`work()`, retried with a deep stack on RecursionError; any failure is `path`'s FileError."""
     try:
@@ -56,7 +86,8 @@ def _deep_retry(path: str, work: Callable[[], T]) -> T | FileError:
         try:
             threading.stack_size(DEEP_STACK_BYTES)
             sys.setrecursionlimit(DEEP_RECURSION_LIMIT)
-            thread = threading.Thread(target=run, name="candle-port-deep")
+            # A daemon: if the main thread stops waiting (Ctrl-C, a CPU budget), exit need not wait.
+            thread = threading.Thread(target=run, name="candle-port-deep", daemon=True)
             thread.start()
             thread.join()
         finally:

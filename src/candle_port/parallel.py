@@ -1,11 +1,12 @@
 """Run a per-file function over many files in worker processes, so that no file can stop the run.
 
-Every file is processed in a worker process (on Linux, started by fork; with -j1 or a small
-tree, one worker), never in the main one (port-check and port-fix read a small tree's files
-in the main process first, with no parser, to skip those that need none: engine._first_pass,
-rewriters/files.py): libcst's native parser can crash the
-process (SIGSEGV on deep nesting), abort it when an allocation fails, or take minutes on hostile
-input, and none of that can be caught in the process it happens in. Each worker runs under limits
+With `on_crash`, every file is processed in a worker process (on Linux, started by fork; with
+-j1 or a small tree, one worker), never in the main one (port-fix reads a small tree's files in
+the main process first, with no parser, to skip those that need none: rewriters/files.py):
+libcst's native parser can crash the process (SIGSEGV on deep nesting), abort it when an
+allocation fails, or take minutes on hostile input, and none of that can be caught in the process
+it happens in. (port-check parses with CPython's parser, which raises instead, and checks a
+small tree in its main process: engine._check_parsing.) Each worker runs under limits
 (WORKER_MEMORY_BYTES of address space beyond what it started with; FILE_CPU_SECONDS of CPU per
 file), so a file that needs more kills its worker instead of the machine's memory or the run's time.
 
@@ -344,6 +345,7 @@ def map_files(
     on_crash: Callable[[str, str], T] | None = None,
     per_file: bool = False,
     recover: Callable[[str, object], T | None] | None = None,
+    parallel: bool | None = None,
 ) -> list[T]:
     """`work((chunk, *args))` over chunks of `files`, results in file order.
 
@@ -353,9 +355,13 @@ def map_files(
     `per_file`: one file per task in a pooled run, for work that writes files. `recover(path,
     record)`: for a file whose result was lost, its result from the record `work` journaled with
     `note` (None: the side effect did not happen, the file is redone or is `on_crash`'s).
+    `parallel`: several workers or one, where the caller knows the work better than the file
+    count does (None: runs_in_parallel decides).
     """
     jobs = jobs or os.cpu_count() or 1
-    parallel = runs_in_parallel(len(files), jobs)
+    if parallel is None:
+        parallel = runs_in_parallel(len(files), jobs)
+    parallel = parallel and jobs > 1 and len(files) > 1
     if not files:
         return []
     if not parallel and (on_crash is None or not _can_fork()):

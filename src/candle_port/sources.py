@@ -117,16 +117,16 @@ def _kind(mode: int) -> str:
 MAIN_PROCESS_MAX_BYTES = 4 << 20
 
 
-def load_source_in_main_process(path: str) -> SourceText | None:
-    """`path`'s decoded text when it is small enough to read in the main process; None for a
-    larger one or one that cannot be stat'ed (a worker reads it and reports why). SourceError as
-    load_source."""
+def load_source_in_main_process(path: str) -> tuple[bytes, SourceText] | None:
+    """load_source's bytes and text when the file is small enough to read in the main process;
+    None for a larger one or one that cannot be stat'ed (a worker reads it and reports why).
+    SourceError as load_source."""
     try:
         if os.path.getsize(path) > MAIN_PROCESS_MAX_BYTES:
             return None
     except OSError:
         return None
-    return load_source(path)[1]
+    return load_source(path)
 
 
 def load_source(path: Path | str) -> tuple[bytes, SourceText]:

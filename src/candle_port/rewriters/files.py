@@ -152,10 +152,10 @@ def _unchanged_without_fixer(path: str, strategy: str) -> FixResult | None:
     on files with nothing to fix then imports no libcst and starts no process pool (about 130 ms
     of CPU)."""
     try:
-        source = load_source_in_main_process(path)
+        loaded = load_source_in_main_process(path)
     except (OSError, SourceError):
         return None
-    return None if source is None else _unchanged(path, strategy, source.text)
+    return None if loaded is None else _unchanged(path, strategy, loaded[1].text)
 
 
 def _in_file_order(screened: list, outcomes: list) -> list:
