@@ -210,8 +210,39 @@ def test_a_missing_optional_import_is_one_line_naming_it_its_importer_and_what_t
     text = " ".join(result.output.split())
     assert "module 'candle_port_fixture_not_installed' is not installed" in text
     assert "imported by optional_dep_pkg.extras" in text and "extras.py:1)" in text
-    assert "pip install candle_port_fixture_not_installed" in text and "--source-root" in text
+    assert "pip install candle_port_fixture_not_installed" in text
+    # The failing import is in the package's __init__.py, which runs before the model's module.
+    assert "--skip-package-init imports optional_dep_pkg.models.net without running optional_dep_pkg's __init__.py" in text
     assert "Traceback" not in result.output
+
+
+@pytest.mark.parametrize("source_root", [None, "optional_dep_pkg/models"])
+def test_skip_package_init_imports_the_model_without_the_packages_init(source_root):
+    """A model zoo's __init__.py imports every model and all their dependencies; the model's own
+    module needs none of them. With --skip-package-init the packages above it are imported bare,
+    in both workers and from the rewritten copy where the source root covers them."""
+    args = ["--source-root", f"{FIXTURES}/{source_root}"] if source_root else []
+    result = run(f"{FIXTURES}/optional_dep_pkg/models/net.py:Net", "--input-shape", "1,3,8,8", "--skip-package-init", *args)
+    assert result.exit_code == 0, result.output
+    assert "PASS" in result.output and "upsample_bilinear2d x1" in result.output  # the original's, now rewritten
+
+
+def test_bare_packages_point_into_the_rewritten_copy_where_a_redirect_covers_them(tmp_path):
+    from candle_port.verify.worker import bare_packages
+
+    copy = tmp_path / "copy"
+    (copy / "models").mkdir(parents=True)
+    packages = bare_packages("zoo.models.net", "/src", {"zoo": str(copy)})
+    assert packages == {"zoo": str(copy), "zoo.models": str(copy / "models")}
+    assert bare_packages("zoo.models.net", "/src", {}) == {"zoo": "/src/zoo", "zoo.models": "/src/zoo/models"}
+    assert bare_packages("net", "/src", None) == {}
+
+
+def test_an_error_outside_the_packages_init_keeps_the_source_root_hint():
+    from candle_port.verify.spec import describe_import_error
+
+    text = describe_import_error("zoo.models.net", ModuleNotFoundError("No module named 'cv2'", name="cv2"))
+    assert "--source-root on its subpackage" in text and "--skip-package-init" not in text
 
 
 @pytest.mark.parametrize("args, message", [

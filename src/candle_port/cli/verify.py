@@ -86,6 +86,7 @@ def verify_command(
     config_class: Annotated[Optional[str], typer.Option("--config-class", help="package.module:ConfigClass: build it with --config-kwargs and pass it to MODEL as its first argument (transformers: MODEL(ConfigClass(**kwargs))).", rich_help_panel=MODEL_PANEL)] = None,
     config_kwargs: Annotated[Optional[str], typer.Option("--config-kwargs", help="JSON object of keyword arguments for --config-class.", rich_help_panel=MODEL_PANEL)] = None,
     dtype: Annotated[DType, typer.Option("--dtype", help="Parameter and input dtype.", case_sensitive=False, rich_help_panel=MODEL_PANEL)] = DType.float32,
+    skip_package_init: Annotated[bool, typer.Option("--skip-package-init", help="Import MODEL's module without running the __init__.py of the packages above it (a model zoo whose __init__ imports every model and its dependencies).", rich_help_panel=MODEL_PANEL)] = False,
     source_root: Annotated[Optional[str], typer.Option("--source-root", help="The file or package to rewrite (default: the model's own file). Use the package directory when the model's code spans files.", rich_help_panel=MODEL_PANEL)] = None,
     eval_mode: Annotated[bool, typer.Option("--eval", help="Run the models in eval() mode (default: train(), as for training in candle).", rich_help_panel=MODEL_PANEL)] = False,
     seed: Annotated[int, typer.Option("--seed", help="Seed for initialisation, inputs and the loss weights.", rich_help_panel=CHECK_PANEL)] = 0,
@@ -128,7 +129,7 @@ def verify_command(
         source_root=source_root, seed=seed, rtol=rtol, atol=atol, gradcheck=gradcheck,
         train=not eval_mode, threads=threads, noise_factor=noise_factor, trace=not no_trace,
         allow_wrong_gradients=allow_wrong_gradients,
-        config_class=config_class, config_kwargs=config,
+        config_class=config_class, config_kwargs=config, skip_package_init=skip_package_init,
     )
     try:
         report = run_verify(options)

@@ -29,11 +29,9 @@ CHILD_TIMEOUT_S = 3600
 def _build(job: dict):
     import torch
 
-    sys.path.insert(0, job["import_root"])
-    if job.get("redirects"):
-        from .worker import _Redirect
+    from .worker import install_import_hooks
 
-        sys.meta_path.insert(0, _Redirect(job["redirects"]))
+    install_import_hooks(job)
     obj: Any = importlib.import_module(job["module"])
     for part in job["attr"].split("."):
         obj = getattr(obj, part)
@@ -52,7 +50,8 @@ def _job(options: Any) -> dict:
             "init_kwargs": options.init_kwargs, "input_shapes": [list(s) for s in options.input_shapes],
             "dtype": options.dtype, "seed": options.seed, "train": options.train,
             # the tolerance: verify's --rtol/--atol and --noise-factor judge candle's numbers too
-            "rtol": options.rtol, "atol": options.atol, "noise_factor": options.noise_factor}
+            "rtol": options.rtol, "atol": options.atol, "noise_factor": options.noise_factor,
+            "skip_package_init": options.skip_package_init}
 
 
 def _check(model: Any, inputs: list, job: dict) -> dict:

@@ -51,6 +51,8 @@ class VerifyOptions:
     # --config-class package.module:Class and --config-kwargs: MODEL(Class(**config_kwargs), **init_kwargs).
     config_class: str | None = None
     config_kwargs: dict[str, Any] = field(default_factory=dict)
+    # --skip-package-init: the packages above MODEL's module are imported without their __init__.py.
+    skip_package_init: bool = False
 
 
 def _unchanged(text: str, strategy: str, path: str) -> tuple[str, bool]:
@@ -179,6 +181,7 @@ def _run_pair(options: VerifyOptions, seed: int, spec, source, rewritten, workdi
         "dtype": options.dtype, "seed": seed, "train": options.train, "threads": options.threads,
         "trace": options.trace,
         "config_class": options.config_class, "config_kwargs": options.config_kwargs,
+        "skip_package_init": options.skip_package_init,
     }
     reference = str(workdir / "reference.pt")
     job_a = dict(base, role="original", out=str(workdir / "original.pt"), reference_out=reference)

@@ -149,13 +149,35 @@ def describe_import_error(target: str, exc: BaseException) -> str:
     which module imports it (file and line), and how to proceed. Not a traceback."""
     importer = _importing_frame(exc)
     where = f"; imported by {importer[0]} ({importer[1]}:{importer[2]})" if importer else ""
+    package = _package_above(target, exc)
+    if package is not None:
+        # The model's module never got to run: a package above it imports everything (model zoos'
+        # __init__.py import every model and its dependencies).
+        instead = (f"--skip-package-init imports {target} without running {package}'s __init__.py "
+                   f"(the failing import is there)")
+    else:
+        instead = ("give MODEL as the model's own module and --source-root on its subpackage, so that only what the "
+                   "model imports is imported")
     if isinstance(exc, ModuleNotFoundError) and exc.name:
         missing = exc.name
         top = missing.split(".")[0]
         return (f"cannot import {target}: module {missing!r} is not installed{where}. Install it "
-                f"(pip install {_DISTRIBUTIONS.get(top, top)}), or, if the model does not need it, give MODEL as the model's own module "
-                f"and --source-root on its subpackage, so that only what the model imports is imported")
-    return f"cannot import {target}: {type(exc).__name__}: {str(exc).strip().splitlines()[0] if str(exc).strip() else ''}{where}"
+                f"(pip install {_DISTRIBUTIONS.get(top, top)}), or, if the model does not need it, {instead}")
+    reason = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
+    hint = f". If the model does not need what failed, {instead}" if package is not None else ""
+    return f"cannot import {target}: {type(exc).__name__}: {reason}{where}{hint}"
+
+
+def _package_above(target: str, exc: BaseException) -> str | None:
+    """The outermost package above module `target` whose __init__.py the failing import ran in."""
+    tb = exc.__traceback__
+    while tb is not None:
+        frame = tb.tb_frame
+        name = str(frame.f_globals.get("__name__", ""))
+        if target.startswith(name + ".") and os.path.basename(frame.f_code.co_filename) == "__init__.py":
+            return name
+        tb = tb.tb_next
+    return None
 
 
 def _importing_frame(exc: BaseException) -> tuple[str, str, int] | None:

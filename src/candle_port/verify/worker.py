@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import importlib
 import importlib.abc
+import importlib.machinery
 import importlib.util
 import json
 import os
@@ -45,6 +46,58 @@ class _Redirect(importlib.abc.MetaPathFinder):
         return importlib.util.spec_from_file_location(fullname, location)
 
 
+class _NoCode(importlib.abc.Loader):
+    """Loads a package as an empty module: its __init__.py does not run."""
+
+    def create_module(self, spec):
+        return None
+
+    def exec_module(self, module) -> None:
+        return None
+
+
+class _BarePackages(importlib.abc.MetaPathFinder):
+    """The packages above the model's module, each an empty package over its directory
+    (--skip-package-init): a model zoo's __init__.py that imports every model and all their
+    dependencies does not run; the model's module and what it imports do."""
+
+    def __init__(self, packages: dict[str, str]):
+        self.packages = packages
+
+    def find_spec(self, fullname, path=None, target=None):
+        directory = self.packages.get(fullname)
+        if directory is None:
+            return None
+        spec = importlib.machinery.ModuleSpec(fullname, _NoCode(), is_package=True)
+        spec.submodule_search_locations = [directory]
+        return spec
+
+
+def bare_packages(module: str, import_root: str, redirects: dict[str, str] | None) -> dict[str, str]:
+    """Each package above `module` and its directory: in the rewritten copy where a redirect
+    covers it, else under `import_root`."""
+    parts = module.split(".")
+    packages = {}
+    for depth in range(1, len(parts)):
+        name = ".".join(parts[:depth])
+        directory = os.path.join(import_root, *parts[:depth])
+        for root, location in (redirects or {}).items():
+            if (name == root or name.startswith(root + ".")) and os.path.isdir(location):
+                directory = os.path.join(location, *name.split(".")[root.count(".") + 1 :])
+        packages[name] = directory
+    return packages
+
+
+def install_import_hooks(job: dict) -> None:
+    """sys.path and the finders a worker imports the model with: the rewritten copy's redirect,
+    and with `skip_package_init` the packages above the model's module left bare."""
+    sys.path.insert(0, job["import_root"])
+    if job.get("redirects"):
+        sys.meta_path.insert(0, _Redirect(job["redirects"]))
+    if job.get("skip_package_init"):
+        sys.meta_path.insert(0, _BarePackages(bare_packages(job["module"], job["import_root"], job.get("redirects"))))
+
+
 def _redirected_modules(redirects: dict[str, str]) -> list[str]:
     """The modules imported from the rewritten copy: proof that the model used the source root."""
     names = []
@@ -56,9 +109,7 @@ def _redirected_modules(redirects: dict[str, str]) -> list[str]:
 
 
 def _load_target(job: dict) -> Any:
-    sys.path.insert(0, job["import_root"])
-    if job.get("redirects"):
-        sys.meta_path.insert(0, _Redirect(job["redirects"]))
+    install_import_hooks(job)
     try:
         module = importlib.import_module(job["module"])
     except Exception as exc:
