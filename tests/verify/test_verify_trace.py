@@ -105,6 +105,49 @@ def test_conditions_and_grad_paths():
     assert "kernel" in by_name["max_pool2d"].reason
 
 
+class FlowWarp(nn.Module):
+    """basicsr's flow_warp: a pixel grid from `arange(...).type_as(x)` and meshgrid, plus a flow."""
+
+    def __init__(self):
+        super().__init__()
+        self.scale = nn.Parameter(torch.ones(1))  # gradient paths start at parameters
+
+    def forward(self, x, flow):
+        x, flow = x * self.scale, flow * self.scale
+        h, w = x.shape[-2:]
+        grid_y, grid_x = torch.meshgrid(torch.arange(0, h).type_as(x), torch.arange(0, w).type_as(x), indexing="ij")
+        grid = torch.stack((grid_x, grid_y), 2).float()
+        return x.expand_as(x) * (grid + flow).sum() + flow.view_as(flow).sum()
+
+
+@pytest.mark.parametrize("tracer", [trace_model, trace_with_make_fx])
+def test_a_dtype_or_shape_argument_carries_no_gradient(tracer):
+    """type_as/expand_as/view_as take a gradient from their first argument only: the grid built
+    from `arange(h).type_as(x)` is off every gradient path, the flow added to it is on one."""
+    report = tracer(FlowWarp(), [torch.randn(1, 3, 4, 5), torch.randn(1, 4, 5, 2)])
+    paths: dict[str, set[bool]] = {}
+    for record in report.ops:
+        paths.setdefault(record.name, set()).add(record.on_grad_path)
+    assert paths["stack"] == {False} and paths["arange"] == {False}  # the grid
+    assert paths["mul"] == {True} and paths["add"] == {True}
+    if tracer is trace_model:  # export keeps the composites; make_fx decomposes them
+        assert paths["meshgrid"] == {False} and paths["type_as"] == {False}
+        assert paths["expand_as"] == {True} and paths["view_as"] == {True}
+
+
+def test_a_no_grad_block_export_keeps_whole_is_off_the_gradient_path():
+    """Spectral norm's power iteration runs under torch.no_grad(); torch.export keeps it as one
+    `wrap_with_set_grad_enabled(False, subgraph, ...)` call. Its ops are listed, off the gradient
+    path (candle runs their forward); the normalised weight and the convolution are on it."""
+    model = nn.Sequential(nn.utils.spectral_norm(nn.Conv2d(3, 4, 3))).train()
+    report = trace_model(model, [torch.randn(1, 3, 8, 8)])
+    names = [r.name for r in report.ops]
+    assert "wrap_with_set_grad_enabled" not in names and lacking(report) == []
+    assert {r.on_grad_path for r in report.ops if r.name == "linalg_vector_norm"} == {False}
+    assert {r.on_grad_path for r in report.ops if r.name == "conv2d"} == {True}
+    assert True in {r.on_grad_path for r in report.ops if r.name == "div"}  # weight / sigma
+
+
 FIXED = Tolerance("fixed", rtol=1e-5, atol=0.0)
 
 

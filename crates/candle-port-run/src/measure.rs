@@ -715,6 +715,10 @@ fn probes() -> Vec<Probe> {
         probe(&["addcdiv"], "a + 0.5 b / c", vec![any(&s23), any(&s23), pos(&s23)], Box::new(|x| {
             x[0].add(&x[1].div(&x[2])?.affine(0.5, 0.0)?)
         })),
+        probe(&["meshgrid"], "meshgrid (reshape + repeat), both grids", vec![any(&[3]), any(&[4])], Box::new(|x| {
+            let grids = Tensor::meshgrid(&[&x[0], &x[1]], false)?;
+            grids[0].add(&grids[1].affine(2.0, 0.0)?)
+        })),
         probe(&["mm", "matmul", "einsum"], "matmul", vec![any(&[3, 4]), any(&[4, 2])], Box::new(|x| x[0].matmul(&x[1]))),
         probe(&["bmm"], "batched matmul", vec![any(&s234), any(&[2, 4, 2])], Box::new(|x| x[0].matmul(&x[1]))),
         probe(&["matmul"], "broadcast_matmul (batched lhs, 2-D rhs)", vec![any(&s234), any(&[4, 2])], Box::new(|x| {

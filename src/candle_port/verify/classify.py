@@ -223,6 +223,11 @@ def wrong_in_context(node: Any, record: OpRecord, marked: set[str]) -> str:
     return ""
 
 
+# Ops whose result takes a gradient from their first argument only: the second gives a dtype or a
+# shape (`torch.arange(h).type_as(x)` builds a grid that no gradient reaches).
+_GRADIENT_FROM_FIRST_ONLY = frozenset({"type_as", "expand_as", "view_as", "reshape_as"})
+
+
 def grad_path_nodes(graph: Any, grad_sources: Iterable[str]) -> set[str]:
     """Names of the nodes whose value depends on a grad source and is floating point."""
     sources = set(grad_sources)
@@ -239,10 +244,40 @@ def grad_path_nodes(graph: Any, grad_sources: Iterable[str]) -> set[str]:
         name = _op_name(node.target) if node.op == "call_function" else None
         if name is not None and lookup(name.partition("::")[2] or name).no_grad:
             continue
+        if _without_gradient(node):
+            continue
+        if name is not None and (name.partition("::")[2] or name).partition(".")[0] in _GRADIENT_FROM_FIRST_ONLY:
+            first = node.args[0] if node.args else None
+            if getattr(first, "name", None) not in marked:
+                continue
         val = node.meta.get("val")
         if val is None or _floating(val):
             marked.add(node.name)
     return marked
+
+
+def _without_gradient(node: Any) -> bool:
+    """A `with torch.no_grad():` block torch.export keeps as one call of a subgraph (spectral
+    norm's power iteration): nothing it computes carries a gradient."""
+    return getattr(node.target, "__name__", "") == "wrap_with_set_grad_enabled" and bool(node.args) and node.args[0] is False
+
+
+def _records_without_gradient(graph: Any, node: Any) -> list[OpRecord]:
+    """The ops of a no-grad block's subgraph, each off every gradient path (candle runs their forward)."""
+    owner = getattr(graph, "owning_module", None)
+    target = getattr(node.args[1], "target", None) if len(node.args) > 1 else None
+    sub = getattr(owner, target, None) if owner is not None and isinstance(target, str) else None
+    if sub is None or not hasattr(sub, "graph"):
+        return []
+    records = []
+    for inner in sub.graph.nodes:
+        if inner.op != "call_function":
+            continue
+        if _without_gradient(inner):
+            records.extend(_records_without_gradient(sub.graph, inner))
+        elif (record := classify_node(inner, False)) is not None:
+            records.append(record)
+    return records
 
 
 def classify_graph(graph: Any, grad_sources: Iterable[str], tracer: str, fallback_reason: str = "") -> GraphReport:
@@ -250,6 +285,9 @@ def classify_graph(graph: Any, grad_sources: Iterable[str], tracer: str, fallbac
     report = GraphReport(tracer=tracer, fallback_reason=fallback_reason)
     for node in graph.nodes:
         if node.op != "call_function":
+            continue
+        if _without_gradient(node):
+            report.ops.extend(_records_without_gradient(graph, node))
             continue
         record = classify_node(node, node.name in marked)
         if record is None:
