@@ -78,8 +78,22 @@ class DataDependent(nn.Module):
 def test_untraceable_model_is_an_error():
     from candle_port.verify.trace import TraceError
 
-    with pytest.raises(TraceError, match="make_fx failed"):
+    with pytest.raises(TraceError, match="neither torch.export nor make_fx"):
         trace_model(DataDependent(), [torch.randn(2)])
+
+
+@pytest.mark.parametrize("training", [True, False])
+def test_a_branch_on_a_tensors_value_is_named_at_its_line(training):
+    """The error names the model's own line that branches on a value (not torch's internals), and
+    in train mode that --eval may trace it (a training-only check, as Mask2Former's isfinite)."""
+    from candle_port.verify.trace import TraceError
+
+    line = DataDependent.forward.__code__.co_firstlineno + 1
+    with pytest.raises(TraceError) as caught:
+        trace_model(DataDependent().train(training), [torch.randn(2)])
+    text = str(caught.value)
+    assert f"branches on a tensor's value at {__file__}:{line} (`return x * 2 if x.sum() > 0 else x`)" in text
+    assert ("--eval traces it" in text) is training
 
 
 class Mixed(nn.Module):

@@ -53,6 +53,14 @@ def map_location(where: str, copy_root: Path, original_root: Path) -> str:
     return f"{target}:{line}"
 
 
+def map_locations_in_text(text: str, copy_root: Path, original_root: Path) -> str:
+    """Every ``<copy>/a.py:13`` in a message (a trace error naming the model's line) mapped as
+    map_location does."""
+    import re
+
+    return re.sub(r"\S+\.py:\d+", lambda m: map_location(m.group(0), copy_root, original_root), text)
+
+
 def map_graph_locations(graph: dict[str, Any] | None, copy_root: Path, original_root: Path) -> None:
     """Rewrite every location of a classified graph in place (call before the copy is deleted)."""
     if not graph:

@@ -14,7 +14,7 @@ from typing import Any
 from candle_port.rewriters.strategies import EXACT_STRATEGIES
 
 from .compare import NOISE_FACTOR, choose_tolerance, compare_results
-from .lines import map_graph_locations
+from .lines import map_graph_locations, map_locations_in_text
 from .report import EXIT_ERROR, EXIT_FAIL, EXIT_PASS, VerifyReport  # noqa: F401 (re-exported)
 from .spec import SpecError, parse_config_class, parse_model_spec, resolve_source_root
 from .workspace import RewriteFn, make_rewritten_copy, use_prepared_copy
@@ -198,6 +198,8 @@ def _run_pair(options: VerifyOptions, seed: int, spec, source, rewritten, workdi
         raise
     result = _finish(proc_b, job_b, "rewritten")
     map_graph_locations(result.get("graph"), rewritten.root / source.path.name, source.path)
+    if result.get("trace_error"):
+        result["trace_error"] = map_locations_in_text(result["trace_error"], rewritten.root / source.path.name, source.path)
     if source.driver:
         if not result.get("redirected"):
             raise VerifyError(f"{spec.module} is outside the source root {source.path} and building the model "

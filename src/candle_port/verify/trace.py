@@ -51,9 +51,39 @@ def trace_model(model: Any, inputs: Sequence[Any]) -> GraphReport:
         return trace_with_export(model, inputs)
     except Exception as exc:
         reason = _first_line(exc)
+        branch = _value_branch(exc)
     try:
         report = trace_with_make_fx(model, inputs)
     except Exception as exc:
-        raise TraceError(f"torch.export failed ({reason}); make_fx failed ({_first_line(exc)})") from exc
+        failed = f"torch.export failed ({reason}); make_fx failed ({_first_line(exc)})"
+        if branch:  # the tracers' own messages name their internals, not the line to look at
+            failed = (f"the forward branches on a tensor's value at {branch}, which neither torch.export nor "
+                      f"make_fx can follow (data-dependent control flow)"
+                      + ("; --eval traces it if that branch is for training only" if model.training else ""))
+        raise TraceError(failed) from exc
     report.fallback_reason = f"torch.export failed ({reason})"
     return report
+
+
+def _value_branch(exc: BaseException) -> str:
+    """`file:line (code)` of the model's own line whose data-dependent branch stopped torch.export,
+    or "" for another failure: the innermost frame outside torch and candle-port."""
+    text = f"{type(exc).__name__} {exc}"
+    if "DataDependent" not in text and "data-dependent" not in text:
+        return ""
+    import os
+    import traceback
+
+    import torch
+
+    skip = (os.path.dirname(torch.__file__) + os.sep, os.path.dirname(os.path.dirname(__file__)) + os.sep)
+    stdlib = os.path.dirname(os.__file__) + os.sep
+    found = ""
+    for frame in traceback.extract_tb(exc.__traceback__):
+        name = frame.filename
+        installed = "site-packages" in name or "dist-packages" in name
+        if name.startswith(skip) or name.startswith("<") or (name.startswith(stdlib) and not installed):
+            continue
+        code = f" (`{frame.line.strip()}`)" if frame.line else ""
+        found = f"{name}:{frame.lineno}{code}"
+    return found
