@@ -12,19 +12,24 @@ from torch.utils._python_dispatch import _disable_current_modes
 
 
 def recording() -> bool:
-    """Whether a dispatch mode (make_fx, FakeTensorMode) or torch.compile is recording."""
-    return torch._C._len_torch_dispatch_stack() > 0 or torch.compiler.is_compiling()
+    """Whether a dispatch mode (make_fx, FakeTensorMode), torch.export or torch.compile is recording.
+    (is_compiling first: Dynamo cannot trace the dispatch-stack query.)"""
+    return torch.compiler.is_compiling() or torch._C._len_torch_dispatch_stack() > 0
 
 
 def size_constant(builder, *key):
     """``builder(*key)`` from its lru_cache, as real tensors even under make_fx / FakeTensorMode.
 
-    Under a dispatch mode the modes are switched off while building, so the constants are real
-    tensors (they depend on sizes only) and the trace records them as constants; nothing made
-    under such a mode is ever cached. torch.compile builds afresh."""
-    if torch.compiler.is_compiling():
+    Under a dispatch mode (make_fx, FakeTensorMode, and torch.export's non-strict tracing, which
+    also says it is compiling) the modes are switched off while building, so the constants are
+    real tensors (they depend on sizes only; a builder may test their values) and the trace
+    records them as constants; nothing made under such a mode is ever cached. Dynamo
+    (torch.compile, strict export) traces the builder afresh."""
+    if torch.compiler.is_dynamo_compiling():
         return builder.__wrapped__(*key)
     if torch._C._len_torch_dispatch_stack() > 0:
         with _disable_current_modes():
             return builder(*key)
+    if torch.compiler.is_compiling():
+        return builder.__wrapped__(*key)
     return builder(*key)
