@@ -32,3 +32,34 @@ def test_no_hint_for_ops_convert_does_not_replace_or_for_accepted_wrong_gradient
     assert not _hinted(_report("runtime", ["_fft_r2c"]))
     report = _report("runtime", wrong=["max_pool2d"], allow_wrong=True)
     assert report.failures == [] and not _hinted(report)
+
+
+def test_off_path_ops_candle_lacks_are_not_said_to_run_forward():
+    """Off every gradient path candle only runs an op's forward: that holds for a bilinear resize
+    of the raw input (candle has its forward), not for an op candle has no function for."""
+    import io
+
+    import torch
+    from rich.console import Console
+
+    from candle_port.verify.render_text import _graph_lines
+    from candle_port.verify.trace import trace_model
+
+    class Net(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.conv = torch.nn.Conv2d(3, 3, 1)
+
+        def forward(self, x):
+            x = torch.nn.functional.interpolate(x, scale_factor=2, mode="bilinear")  # raw input: off the path
+            mix = torch.kron(torch.eye(2), torch.ones(1, 1)).sum()  # constants: off the path
+            return self.conv(x) * mix
+
+    graph = trace_model(Net(), [torch.randn(1, 3, 4, 4)]).to_json()
+    out = io.StringIO()
+    _graph_lines("Rewritten", graph, Console(file=out, width=400, color_system=None))
+    text = out.getvalue()
+    forward_line = next(line for line in text.splitlines() if "candle runs only their forward" in line)
+    absent_line = next(line for line in text.splitlines() if "no candle op (or not in the table)" in line)
+    assert "upsample_bilinear2d" in forward_line and "kron" not in forward_line
+    assert "kron x1" in absent_line

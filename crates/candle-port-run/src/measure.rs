@@ -820,6 +820,9 @@ fn no_grad_probes() -> Vec<Probe> {
                 "bitwise_or",
                 "bitwise_not",
                 "bitwise_xor",
+                "__and__",
+                "__or__",
+                "__xor__",
             ],
             "u8 masks: mul / maximum / eq 0 / ne",
             |x| {

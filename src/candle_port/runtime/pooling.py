@@ -326,8 +326,16 @@ def _pool_divisor(
     return d
 
 
+@lru_cache(maxsize=256)
+def _pool_kron(rows: _PoolMatrix, columns: _PoolMatrix) -> torch.Tensor:
+    """The (Ho*Wo, H*W) 0/1 matrix of a 2-D window sum: the Kronecker product of the two axes'
+    matrices, a size-only constant (a trace records it as one, not as a `kron` candle lacks)."""
+    return torch.kron(rows.matrix, columns.matrix)
+
+
 def clear_pooling_cache() -> None:
     """Drop the cached pooling index tables, window matrices, divisors and per-call plans."""
+    _pool_kron.cache_clear()
     _pool_view_plan.cache_clear()
     _pool_max_table.cache_clear()
     _pool_adaptive_max_table.cache_clear()
@@ -456,7 +464,7 @@ def _pool_sum_apply(x: torch.Tensor, axes: Sequence[_PoolMatrix], channels_last:
     if len(axes) == 2 and x.shape[2] * x.shape[3] <= _POOL_KRON_MAX_IN:
         # Small planes (adaptive pools of late feature maps): one GEMM with the (Ho*Wo, H*W)
         # Kronecker product of the two 0/1 matrices, instead of a W GEMM and many tiny H GEMMs.
-        k = torch.kron(axes[0].matrix, axes[1].matrix)
+        k = size_constant(_pool_kron, axes[0], axes[1])
         ho, wo = axes[0].matrix.shape[0], axes[1].matrix.shape[0]
         if channels_last:
             xv = x.permute(0, 2, 3, 1).reshape(n, -1, c)  # (N, H*W, C) view, no copy

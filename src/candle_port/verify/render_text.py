@@ -142,10 +142,19 @@ def _graph_lines(label: str, graph: dict[str, Any], console: Any) -> None:
         if why:
             console.print(Padding(escape(user_text(why)), (0, 0, 0, 6)))
     missing = [op for op in cov["by_op"] if not any(op["op"] == row["name"] for row in lacking)]
-    if missing:
+    absent = [op for op in missing if {"no-op", "not-in-table"} & set(op["class"].split(", "))]
+    forward = [op for op in missing if op not in absent]
+    if forward:
         console.print("  [dim]no candle backward, not on a gradient path (candle runs only their forward):[/] "
-                      + escape(", ".join(f"{op['op']} x{op['count']}" + (f" ({short_path(op['first'])})" if op["first"] else "")
-                                         for op in missing)))
+                      + escape(_op_counts(forward)))
+    if absent:
+        # Off the gradient path candle still has to run them forward, and it has no such op.
+        console.print("  [dim]no candle op (or not in the table), not on a gradient path (the port computes "
+                      "them another way):[/] " + escape(_op_counts(absent)))
+
+
+def _op_counts(ops: list) -> str:
+    return ", ".join(f"{op['op']} x{op['count']}" + (f" ({short_path(op['first'])})" if op["first"] else "") for op in ops)
 
 
 def _rewrite_lines(report: Any, console: Any, show_refusals: bool) -> None:
