@@ -107,6 +107,9 @@ CASES = {
                                               + F.pad(y, (2, 1, 1, 2), mode="replicate")), X4, "both"),
     "unfold": (lambda: Fn(lambda y: y.permute(0, 2, 3, 1).unfold(1, 3, 2).sum(-1)), X4, "both"),
     "prelu": (lambda: Fn(nn.PReLU(4)), X4, "both"),
+    # sub-pixel upsampling (TEED, Swin2SR, ESPCN): candle_nn::ops::pixel_shuffle, a reshape and permute
+    "pixel_shuffle-unshuffle": (lambda: Fn(lambda y: F.pixel_unshuffle(F.pixel_shuffle(torch.cat([y, y * 2], 1), 2)[..., :8, :8], 2)),
+                                X4, "both"),
     # the exporter resolves as_strided against torch's strides (channels-last mean, as in convnext)
     "as_strided": (lambda: Fn(lambda y: torch.as_strided(y.contiguous(), (2, 4, 3, 3), (324, 1, 36, 4)) * 2), X4, "both"),
     # torch's float64 hardsigmoid backward uses 1.0f/6.0f; the reference uses the exact 1/6

@@ -82,10 +82,28 @@ def _check_rewritten(options: Any, job: dict) -> dict:
         path.write_text(json.dumps(dict(job, redirects=rewritten.modules)), encoding="utf-8")
         done = subprocess.run([sys.executable, "-m", "candle_port.verify.candle_check", str(path)],
                               capture_output=True, text=True, timeout=CHILD_TIMEOUT_S)
-    if done.returncode != 0:
-        tail = (done.stderr.strip().splitlines() or [f"exit {done.returncode}"])[-1]
-        return {"ok": False, "error": f"the rewritten copy could not be run in candle: {tail}"}
-    return dict(json.loads(done.stdout), changed=True)
+        if done.returncode != 0:
+            tail = (done.stderr.strip().splitlines() or [f"exit {done.returncode}"])[-1]
+            return {"ok": False, "error": f"the rewritten copy could not be run in candle: {tail}"}
+        result = json.loads(done.stdout)
+        # While the copy exists: its lines, mapped back to the user's files (as verify's graphs).
+        _map_locations(result, rewritten.root / source.path.name, source.path)
+    return dict(result, changed=True)
+
+
+def _map_locations(value: Any, copy_root: Path, original_root: Path) -> None:
+    """Every ``location`` in a candle result, from the rewritten copy to the user's file and line."""
+    from .lines import map_location
+
+    if isinstance(value, dict):
+        for key, item in value.items():
+            if key == "location" and isinstance(item, str):
+                value[key] = map_location(item, copy_root, original_root)
+            else:
+                _map_locations(item, copy_root, original_root)
+    elif isinstance(value, list):
+        for item in value:
+            _map_locations(item, copy_root, original_root)
 
 
 def candle_check(options: Any) -> dict:

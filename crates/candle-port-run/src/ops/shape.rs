@@ -1,6 +1,6 @@
 //! Views and layout: `view`/`reshape` (with `-1`), `permute`, `transpose`, `expand`, `slice`
 //! (with step), `select`, `unsqueeze`, `squeeze`, `cat`, `stack`, `split`, `constant_pad_nd`, reflection
-//! and replication padding and `unfold` (by `index_select`),
+//! and replication padding, `unfold` (by `index_select`), `pixel_shuffle` and `pixel_unshuffle`,
 //! dtype conversion, `as_strided` (an `index_select` the exporter resolves), and the identities (`alias`, `clone`, `contiguous`, `dropout` in eval).
 
 use candle_core::{bail, DType, Result, Tensor};
@@ -62,11 +62,27 @@ pub fn run(name: &str, op: &str, args: &Args) -> Option<Result<Value>> {
             index_pad(args, name.starts_with("reflection"))
         }
         "unfold" => unfold(args),
+        "pixel_shuffle" => (|| {
+            let x = args.tensor(0, "self")?;
+            candle_nn::ops::pixel_shuffle(&x, usize_arg(args.int_or(1, "upscale_factor", 1)?)?)
+        })(),
+        "pixel_unshuffle" => (|| {
+            let x = args.tensor(0, "self")?;
+            candle_nn::ops::pixel_unshuffle(&x, usize_arg(args.int_or(1, "downscale_factor", 1)?)?)
+        })(),
         "empty" => return Some(Ok(Value::Nothing)),
         "zeros_like" | "ones_like" | "full_like" => full_like(name, args),
         _ => return None,
     };
     Some(r.map(Value::Tensor))
+}
+
+/// A positive factor from the graph (`upscale_factor`, ...), as a `usize`.
+fn usize_arg(v: i64) -> Result<usize> {
+    if v < 1 {
+        bail!("factor {v} must be at least 1")
+    }
+    Ok(v as usize)
 }
 
 fn sizes(want: &[i64], count: usize) -> Result<Vec<usize>> {
