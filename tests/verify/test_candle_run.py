@@ -65,6 +65,13 @@ def _grid_sample_past_the_border(y: torch.Tensor, mode: str) -> torch.Tensor:
     return runtime.grid_sample(y, grid, mode, align_corners=False)
 
 
+def _scale_in_place(y: torch.Tensor) -> torch.Tensor:
+    y = y * 1.0
+    y[:, 0, :, :] *= 0.5
+    y[:, 1:3] *= 2.0
+    return y
+
+
 # id -> (module factory, input shape, modes expected to pass)
 CASES = {
     "conv2d-stride-dilation": (lambda: Fn(lambda y: y, conv=nn.Conv2d(3, 4, 3, stride=2, padding=2, dilation=2)), X4, "both"),
@@ -107,6 +114,21 @@ CASES = {
                                               + F.pad(y, (2, 1, 1, 2), mode="replicate")), X4, "both"),
     "unfold": (lambda: Fn(lambda y: y.permute(0, 2, 3, 1).unfold(1, 3, 2).sum(-1)), X4, "both"),
     "prelu": (lambda: Fn(nn.PReLU(4)), X4, "both"),
+    # an in-place write to a view, functionalized (basicsr's SpyNet: `flow[:, 0, :, :] *= s`)
+    "select_scatter-slice_scatter": (lambda: Fn(_scale_in_place), X4, "both"),
+    # torch's own grid_sample: candle has none (native names it); port runs candle-port-ops' twin
+    "grid_sampler_2d": (lambda: Fn(lambda y: F.grid_sample(y, y[:, :2].permute(0, 2, 3, 1).tanh() * 1.2, "bilinear",
+                                                            "reflection", align_corners=True)), X4, "port"),
+    # the runtime's grid_sample on a grid that depends on the parameters (a flow): floor, masks, gathers
+    "runtime-grid_sample-flow": (lambda: Fn(lambda y: runtime.grid_sample(y, (y[:, :2].permute(0, 2, 3, 1).tanh() * 1.2),
+                                                                          "bilinear", align_corners=False)), X4, "both"),
+    # a float32 constant meets the model's dtype (basicsr's flow_warp: a `.float()` pixel grid plus
+    # the flow): torch promotes to the wider float, in arithmetic and in where
+    "mixed-float-promotion": (lambda: Fn(lambda y: torch.where(y > 0, y, torch.ones(9).float()) + torch.arange(9).float() * y),
+                              X4, "both"),
+    # basicsr's SpyNet pads with `x.new_zeros(...)`: a tensor in x's dtype and device
+    "new_zeros-ones-full": (lambda: Fn(lambda y: y + y.new_zeros(9) + y.new_ones(9) + y.new_full((1, 9), 0.5)
+                                       + y.new_empty(9).zero_() + y.new_empty(9).fill_(2.0)), X4, "both"),
     # sub-pixel upsampling (TEED, Swin2SR, ESPCN): candle_nn::ops::pixel_shuffle, a reshape and permute
     "pixel_shuffle-unshuffle": (lambda: Fn(lambda y: F.pixel_unshuffle(F.pixel_shuffle(torch.cat([y, y * 2], 1), 2)[..., :8, :8], 2)),
                                 X4, "both"),

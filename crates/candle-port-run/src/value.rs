@@ -102,6 +102,17 @@ impl<'a> Args<'a> {
         Ok(self.opt_float(i, name)?.unwrap_or(default))
     }
 
+    /// Integer argument; `None` when absent or null (`slice_scatter`'s `start=None`).
+    pub fn opt_int(&self, i: usize, name: &str) -> Result<Option<i64>> {
+        match self.get(i, name) {
+            None | Some(Json::Null) => Ok(None),
+            Some(j) => j
+                .as_i64()
+                .map(Some)
+                .ok_or_else(|| Error::Msg(format!("{name}: expected an int, got {j}"))),
+        }
+    }
+
     /// Integer argument with a default.
     pub fn int_or(&self, i: usize, name: &str, default: i64) -> Result<i64> {
         match self.get(i, name) {

@@ -1,6 +1,7 @@
 //! Elementwise arithmetic with torch's broadcasting: `add`/`sub` (with `alpha`), `mul`, `div`,
 //! `rsub`, `addcmul` (`self + value * tensor1 * tensor2`), tensor-or-number operands, unary math (`neg`, `exp`, `log`, `sqrt`, `rsqrt`, `abs`,
-//! `reciprocal`, `pow`, `sin`, `cos`), `clamp*`, `maximum`/`minimum`, `where` and comparisons.
+//! `reciprocal`, `pow`, `sin`, `cos`, `floor`, `ceil`, `round`, `trunc`), `clamp*`,
+//! `maximum`/`minimum`, `where`, comparisons and the logical ops on their masks.
 
 use candle_core::{bail, DType, Result, Tensor};
 
@@ -12,7 +13,14 @@ pub fn run(name: &str, op: &str, args: &Args) -> Option<Result<Value>> {
         "add" | "add_" | "sub" | "mul" | "div" | "rsub" => binary(name, args),
         "addcmul" => addcmul(args),
         "neg" | "exp" | "log" | "sqrt" | "rsqrt" | "abs" | "reciprocal" | "sin" | "cos"
-        | "square" => args.tensor(0, "self").and_then(|x| unary(name, &x)),
+        | "square" | "floor" | "ceil" | "round" | "trunc" => {
+            args.tensor(0, "self").and_then(|x| unary(name, &x))
+        }
+        "logical_and" | "bitwise_and" | "__and__" | "logical_or" | "bitwise_or" | "__or__"
+        | "logical_xor" | "bitwise_xor" | "__xor__" => mask_binary(name, args),
+        "logical_not" | "bitwise_not" => args
+            .tensor(0, "self")
+            .and_then(|x| x.eq(0u8)?.to_dtype(DType::U8)),
         "pow" => pow(op, args),
         "clamp" | "clamp_min" | "clamp_max" => clamp(name, args),
         "maximum" | "minimum" => (|| {
@@ -25,7 +33,7 @@ pub fn run(name: &str, op: &str, args: &Args) -> Option<Result<Value>> {
         })(),
         "where" => (|| {
             let c = args.tensor(0, "condition")?;
-            let (x, y) = (args.tensor(1, "self")?, args.tensor(2, "other")?);
+            let (x, y) = promote(args.tensor(1, "self")?, args.tensor(2, "other")?)?;
             let shape = c.shape().broadcast_shape_binary_op(
                 &x.shape().broadcast_shape_binary_op(y.shape(), "where")?,
                 "where",
@@ -52,19 +60,28 @@ fn other(a: &Args, x: &Tensor) -> Result<Tensor> {
     Tensor::new(v, x.device())?.to_dtype(x.dtype())
 }
 
-/// torch's type promotion, reduced to what candle has: a float operand wins, else int64.
+/// torch's type promotion, reduced to what candle has: a float operand wins (of two floats the
+/// wider: float32 with float64 is float64, float16 with bfloat16 float32), else int64.
 fn promote(x: Tensor, y: Tensor) -> Result<(Tensor, Tensor)> {
     if x.dtype() == y.dtype() {
         return Ok((x, y));
     }
-    let target = if x.dtype().is_float() {
-        x.dtype()
-    } else if y.dtype().is_float() {
-        y.dtype()
-    } else {
-        DType::I64
+    let target = match (x.dtype().is_float(), y.dtype().is_float()) {
+        (true, true) => wider_float(x.dtype(), y.dtype()),
+        (true, false) => x.dtype(),
+        (false, true) => y.dtype(),
+        (false, false) => DType::I64,
     };
     Ok((x.to_dtype(target)?, y.to_dtype(target)?))
+}
+
+fn wider_float(a: DType, b: DType) -> DType {
+    match (a, b) {
+        (DType::F64, _) | (_, DType::F64) => DType::F64,
+        (DType::F32, _) | (_, DType::F32) => DType::F32,
+        (x, y) if x == y => x,
+        _ => DType::F32, // float16 with bfloat16
+    }
 }
 
 fn binary(name: &str, a: &Args) -> Result<Tensor> {
@@ -115,6 +132,10 @@ fn unary(name: &str, x: &Tensor) -> Result<Tensor> {
         "sin" => x.sin(),
         "cos" => x.cos(),
         "square" => x.sqr(),
+        "floor" => x.floor(),
+        "ceil" => x.ceil(),
+        "round" => x.round(),
+        "trunc" => x.sign()?.mul(&x.abs()?.floor()?),
         _ => bail!("not a unary op: {name}"),
     }
 }
@@ -144,6 +165,24 @@ fn clamp(name: &str, a: &Args) -> Result<Tensor> {
     match hi {
         Some(v) => x.minimum(v),
         None => Ok(x),
+    }
+}
+
+/// `&`, `|`, `^` of boolean masks (u8 0/1 here, as the comparisons give them): product, maximum,
+/// inequality.
+fn mask_binary(name: &str, a: &Args) -> Result<Tensor> {
+    let x = a.tensor(0, "self")?.to_dtype(DType::U8)?;
+    let y = a.tensor(1, "other")?.to_dtype(DType::U8)?;
+    let shape = x.shape().broadcast_shape_binary_op(y.shape(), "mask")?;
+    let (x, y) = (x.broadcast_as(&shape)?, y.broadcast_as(&shape)?);
+    match name
+        .trim_start_matches("logical_")
+        .trim_start_matches("bitwise_")
+        .trim_matches('_')
+    {
+        "and" => x.mul(&y),
+        "or" => x.maximum(&y),
+        _ => x.ne(&y)?.to_dtype(DType::U8),
     }
 }
 

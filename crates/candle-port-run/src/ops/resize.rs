@@ -1,11 +1,12 @@
 //! Pooling and upsampling, each in two modes: native runs the candle op a straightforward port
 //! uses (`max_pool2d_with_stride`, `avg_pool2d_with_stride`, `upsample_bilinear2d`,
-//! `upsample_nearest2d`, a `mean` for a 1x1 adaptive pool); port runs the candle-port-ops twin,
+//! `upsample_nearest2d`, a `mean` for a 1x1 adaptive pool; none for `grid_sampler_2d`); port runs
+//! the candle-port-ops twin,
 //! equal to torch in forward and backward. A native op that cannot express the call (padding,
 //! dilation, ceil_mode, a non-1x1 adaptive pool) is an error naming what is missing.
 
 use candle_core::{bail, Result, Tensor};
-use candle_port_ops::{Interpolate, Mode, Pool};
+use candle_port_ops::{grid_sample, GridMode, GridPadding, GridSample, Interpolate, Mode, Pool};
 
 use super::OpsMode;
 use crate::value::{usizes, Args, Value};
@@ -22,6 +23,7 @@ pub fn run(name: &str, op: &str, args: &Args, mode: OpsMode) -> Option<Result<Va
         "_adaptive_avg_pool2d" | "adaptive_avg_pool2d" => {
             adaptive_avg(args, mode).map(Value::Tensor)
         }
+        "grid_sampler_2d" | "grid_sampler" => grid_sampler(args, mode).map(Value::Tensor),
         _ => return None,
     };
     Some(r)
@@ -35,6 +37,32 @@ pub fn candle_op_used(name: &str, mode: OpsMode) -> Option<&'static str> {
         ("upsample_nearest2d", OpsMode::Native) => Some("upsample_nearest2d"),
         _ => None,
     }
+}
+
+/// `grid_sampler_2d(input, grid, interpolation_mode, padding_mode, align_corners)`: candle has no
+/// grid_sample, so native is an error; port runs candle-port-ops' `grid_sample`.
+fn grid_sampler(a: &Args, mode: OpsMode) -> Result<Tensor> {
+    if mode == OpsMode::Native {
+        bail!("candle has no grid_sample op")
+    }
+    let (x, grid) = (a.tensor(0, "input")?, a.tensor(1, "grid")?);
+    let interpolation = match a.int_or(2, "interpolation_mode", 0)? {
+        0 => GridMode::Bilinear,
+        1 => GridMode::Nearest,
+        2 => GridMode::Bicubic,
+        m => bail!("grid_sampler interpolation_mode {m}"),
+    };
+    let padding = match a.int_or(3, "padding_mode", 0)? {
+        0 => GridPadding::Zeros,
+        1 => GridPadding::Border,
+        2 => GridPadding::Reflection,
+        p => bail!("grid_sampler padding_mode {p}"),
+    };
+    let options = GridSample::new()
+        .mode(interpolation)
+        .padding_mode(padding)
+        .align_corners(a.bool_or(4, "align_corners", false)?);
+    grid_sample(&x, &grid, &options)
 }
 
 fn pair(v: &[i64], default: &[i64]) -> Result<Vec<usize>> {

@@ -62,6 +62,12 @@ pub fn run(name: &str, op: &str, args: &Args) -> Option<Result<Value>> {
             index_pad(args, name.starts_with("reflection"))
         }
         "unfold" => unfold(args),
+        "select_scatter" | "slice_scatter" => scatter_slice(name, args),
+        // `x.copy_(src)`, functionalized: `src` in x's shape and dtype
+        "copy" | "copy_" => (|| {
+            let (x, src) = (args.tensor(0, "self")?, args.tensor(1, "src")?);
+            src.broadcast_as(x.shape())?.to_dtype(x.dtype())
+        })(),
         "pixel_shuffle" => (|| {
             let x = args.tensor(0, "self")?;
             candle_nn::ops::pixel_shuffle(&x, usize_arg(args.int_or(1, "upscale_factor", 1)?)?)
@@ -72,9 +78,33 @@ pub fn run(name: &str, op: &str, args: &Args) -> Option<Result<Value>> {
         })(),
         "empty" => return Some(Ok(Value::Nothing)),
         "zeros_like" | "ones_like" | "full_like" => full_like(name, args),
+        "new_zeros" | "new_ones" | "new_full" | "new_empty" => new_full(name, args),
+        // `x.zero_()` / `x.fill_(v)`, functionalized: a new tensor shaped as x
+        "zero" => full_like("zeros_like", args),
+        "fill" => full_like("full_like", args),
         _ => return None,
     };
     Some(r.map(Value::Tensor))
+}
+
+/// `select_scatter(self, src, dim, index)` and `slice_scatter(self, src, dim, start, end, step 1)`:
+/// `self` with `src` written at the index or slice (an in-place write to a view, functionalized:
+/// `flow[:, 0] *= s`); candle's `slice_scatter`, whose backward splits the gradient.
+fn scatter_slice(name: &str, a: &Args) -> Result<Tensor> {
+    let x = a.tensor(0, "self")?;
+    let src = a.tensor(1, "src")?;
+    let d = dim(a.int_or(2, "dim", 0)?, x.rank())?;
+    let size = x.dims()[d] as i64;
+    let at = |i: i64| if i < 0 { i + size } else { i };
+    if name == "select_scatter" {
+        let i = at(a.int_or(3, "index", 0)?);
+        return x.slice_scatter(&src.unsqueeze(d)?, d, i as usize);
+    }
+    if a.int_or(5, "step", 1)? != 1 {
+        bail!("slice_scatter with a step other than 1")
+    }
+    let start = a.opt_int(3, "start")?.map(at).unwrap_or(0).clamp(0, size);
+    x.slice_scatter(&src, d, start as usize)
 }
 
 /// A positive factor from the graph (`upscale_factor`, ...), as a `usize`.
@@ -333,17 +363,34 @@ fn full_like(name: &str, a: &Args) -> Result<Tensor> {
         "ones_like" => 1.0,
         _ => a.float_or(1, "fill_value", 0.0)?,
     };
-    let dtype = match a
+    Tensor::full(value, x.shape(), x.device())?.to_dtype(dtype_kwarg_or(a, x.dtype())?)
+}
+
+/// `x.new_zeros(size)` and its kin: a tensor of `size` in `x`'s dtype (or the `dtype` given) and
+/// device; `new_empty` is filled with zeros (its values are never read before written).
+fn new_full(name: &str, a: &Args) -> Result<Tensor> {
+    let x = a.tensor(0, "self")?;
+    let shape = usizes(&a.ints_or(1, "size", &[])?)?;
+    let value = match name {
+        "new_ones" => 1.0,
+        "new_full" => a.float_or(2, "fill_value", 0.0)?,
+        _ => 0.0,
+    };
+    Tensor::full(value, shape, x.device())?.to_dtype(dtype_kwarg_or(a, x.dtype())?)
+}
+
+/// The node's `dtype` keyword, else `default`.
+fn dtype_kwarg_or(a: &Args, default: DType) -> Result<DType> {
+    match a
         .node
         .kwargs
         .get("dtype")
         .and_then(|d| d.get("dtype"))
         .and_then(|d| d.as_str())
     {
-        Some(n) => dtype_of(n)?,
-        None => x.dtype(),
-    };
-    Tensor::full(value, x.shape(), x.device())?.to_dtype(dtype)
+        Some(n) => dtype_of(n),
+        None => Ok(default),
+    }
 }
 
 fn unbind(a: &Args) -> Result<Value> {
