@@ -65,6 +65,13 @@ def _grid_sample_past_the_border(y: torch.Tensor, mode: str) -> torch.Tensor:
     return runtime.grid_sample(y, grid, mode, align_corners=False)
 
 
+class _Conv3dStem(nn.Conv3d):
+    """A 1x1x1 3-D convolution: the parameter the 3-D cases' gradients are compared on."""
+
+    def __init__(self):
+        super().__init__(3, 4, 1)
+
+
 def _scale_in_place(y: torch.Tensor) -> torch.Tensor:
     y = y * 1.0
     y[:, 0, :, :] *= 0.5
@@ -116,6 +123,15 @@ CASES = {
     "prelu": (lambda: Fn(nn.PReLU(4)), X4, "both"),
     # an in-place write to a view, functionalized (basicsr's SpyNet: `flow[:, 0, :, :] *= s`)
     "select_scatter-slice_scatter": (lambda: Fn(_scale_in_place), X4, "both"),
+    # candle's index_select reads only a contiguous source; a permuted activation is not one
+    "index_select-strided": (lambda: Fn(lambda y: y.transpose(2, 3).index_select(2, torch.tensor([8, 0, 3, 3]))), X4, "both"),
+    # candle has no 3-D convolution and no conv_transpose1d backward: port runs the twins
+    "conv3d": (lambda: Fn(lambda y: F.conv3d(y.unsqueeze(2).expand(-1, -1, 3, -1, -1), y.new_ones(2, 4, 2, 3, 3) * 0.1,
+                                             padding=(0, 1, 1))), X4, "port"),
+    "conv_transpose3d-grouped": (lambda: Fn(nn.ConvTranspose3d(4, 4, 3, 2, 1, output_padding=1, groups=2),
+                                            conv=_Conv3dStem()), (2, 3, 5, 5, 5), "port"),
+    "conv_transpose1d": (lambda: Fn(nn.ConvTranspose1d(4, 2, 3, stride=2, padding=1, output_padding=1),
+                                    conv=nn.Conv1d(3, 4, 3, padding=1)), (2, 3, 11), "port"),
     # torch's own grid_sample: candle has none (native names it); port runs candle-port-ops' twin
     "grid_sampler_2d": (lambda: Fn(lambda y: F.grid_sample(y, y[:, :2].permute(0, 2, 3, 1).tanh() * 1.2, "bilinear",
                                                             "reflection", align_corners=True)), X4, "port"),

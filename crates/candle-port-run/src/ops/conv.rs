@@ -1,5 +1,7 @@
 //! `aten.convolution` (1-D and 2-D, groups, stride, padding, dilation, transposed 2-D):
-//! `y = conv(x, w) + b`. candle's conv takes one padding/stride/dilation for all spatial dims,
+//! `y = conv(x, w) + b`. Port mode runs candle-port-ops' twins where candle has no op or no
+//! backward: 3-D convolutions, `conv_transpose1d`, grouped `conv_transpose2d` and
+//! `output_padding >= stride`. candle's conv takes one padding/stride/dilation for all spatial dims,
 //! so asymmetric padding is applied with `pad_with_zeros` first and asymmetric stride or dilation
 //! is reported as an error rather than approximated.
 //!
@@ -8,6 +10,7 @@
 //! 1-D convolution as a 2-D one over `(N, C, 1, L)`, whose gradients equal torch's.
 
 use candle_core::{bail, Result, Tensor};
+use candle_port_ops::{conv3d, conv_transpose1d, conv_transpose2d, conv_transpose3d, Conv};
 
 use super::OpsMode;
 use crate::value::{usizes, Args, Value};
@@ -36,6 +39,21 @@ fn convolution(a: &Args, mode: OpsMode) -> Result<Tensor> {
     let output_padding = usizes(&a.ints_or(7, "output_padding", &[0])?)?;
     let groups = a.int_or(8, "groups", 1)? as usize;
     let spatial = x.rank().saturating_sub(2);
+    if mode == OpsMode::Port && needs_twin(spatial, transposed, groups, &output_padding, &stride) {
+        let c = Conv::new()
+            .stride(&stride)
+            .padding(&padding)
+            .output_padding(&output_padding)
+            .dilation(&dilation)
+            .groups(groups);
+        let b = b.as_ref();
+        return match (spatial, transposed) {
+            (3, false) => conv3d(&x, &w, b, &c),
+            (3, true) => conv_transpose3d(&x, &w, b, &c),
+            (1, true) => conv_transpose1d(&x, &w, b, &c),
+            _ => conv_transpose2d(&x, &w, b, &c),
+        };
+    }
     let mut x = x;
     if !transposed && padding.iter().any(|&p| p != padding[0]) {
         for (i, &p) in padding.iter().enumerate() {
@@ -77,6 +95,22 @@ fn convolution(a: &Args, mode: OpsMode) -> Result<Tensor> {
             shape.extend(std::iter::repeat_n(1, spatial));
             y.broadcast_add(&b.reshape(shape)?)
         }
+    }
+}
+
+/// Whether port mode runs the candle-port-ops twin: candle has no 3-D convolution, no
+/// conv_transpose1d backward, and no conv_transpose2d groups or output_padding >= stride.
+fn needs_twin(
+    spatial: usize,
+    transposed: bool,
+    groups: usize,
+    output_padding: &[usize],
+    stride: &[usize],
+) -> bool {
+    match (spatial, transposed) {
+        (3, _) | (1, true) => true,
+        (2, true) => groups != 1 || output_padding.iter().zip(stride).any(|(p, s)| p >= s),
+        _ => false,
     }
 }
 

@@ -9,14 +9,15 @@ use crate::value::{dim, Args, Value};
 pub fn run(name: &str, args: &Args) -> Option<Result<Value>> {
     let r = match name {
         "index_select" => (|| {
-            let x = args.tensor(0, "self")?;
+            // candle's index_select reads only a contiguous source (torch's takes any strides)
+            let x = args.tensor(0, "self")?.contiguous()?;
             x.index_select(
                 &args.tensor(2, "index")?.contiguous()?,
                 dim(args.int_or(1, "dim", 0)?, x.rank())?,
             )
         })(),
         "gather" => (|| {
-            let x = args.tensor(0, "self")?;
+            let x = args.tensor(0, "self")?.contiguous()?;
             x.gather(
                 &args.tensor(2, "index")?.contiguous()?,
                 dim(args.int_or(1, "dim", 0)?, x.rank())?,
