@@ -51,6 +51,7 @@ class Fn(nn.Module):
 
 
 X4 = (2, 3, 9, 9)
+X5 = (2, 3, 5, 6, 5)
 
 
 def _zero_bn_relu() -> nn.Module:
@@ -132,6 +133,20 @@ CASES = {
                                             conv=_Conv3dStem()), (2, 3, 5, 5, 5), "port"),
     "conv_transpose1d": (lambda: Fn(nn.ConvTranspose1d(4, 2, 3, stride=2, padding=1, output_padding=1),
                                     conv=nn.Conv1d(3, 4, 3, padding=1)), (2, 3, 11), "port"),
+    # ops candle has no function for: port runs the candle-port-ops twins, native names the op
+    "upsample_bicubic2d": (lambda: Fn(lambda y: F.interpolate(y, scale_factor=2, mode="bicubic", align_corners=True)), X4, "port"),
+    "upsample_nearest_exact2d": (lambda: Fn(lambda y: F.interpolate(y, size=(13, 5), mode="nearest-exact")), X4, "port"),
+    "upsample_linear1d": (lambda: Fn(lambda y: F.interpolate(y, size=17, mode="linear"), conv=nn.Conv1d(3, 4, 1)), (2, 3, 11), "port"),
+    "upsample_trilinear3d": (lambda: Fn(lambda y: F.interpolate(y, scale_factor=2, mode="trilinear"), conv=_Conv3dStem()), X5, "port"),
+    "upsample_nearest3d": (lambda: Fn(lambda y: F.interpolate(y, size=(7, 10, 3), mode="nearest"), conv=_Conv3dStem()), X5, "port"),
+    "max_pool3d": (lambda: Fn(nn.MaxPool3d(3, 2, 1), conv=_Conv3dStem()), X5, "port"),
+    "avg_pool3d": (lambda: Fn(nn.AvgPool3d(3, 2, 1, count_include_pad=False), conv=_Conv3dStem()), X5, "port"),
+    "adaptive_max_pool2d": (lambda: Fn(nn.AdaptiveMaxPool2d((4, 3))), X4, "port"),
+    "adaptive_max_pool3d": (lambda: Fn(nn.AdaptiveMaxPool3d(2), conv=_Conv3dStem()), X5, "port"),
+    "adaptive_avg_pool3d": (lambda: Fn(nn.AdaptiveAvgPool3d((3, 2, 4)), conv=_Conv3dStem()), X5, "port"),
+    "affine_grid": (lambda: Fn(lambda y: F.grid_sample(y, F.affine_grid(y.mean((1, 2, 3))[:, None, None].expand(-1, 2, 3) * 0.3,
+                                                                          (y.shape[0], 4, 5, 5), align_corners=False),
+                                                       align_corners=False)), X4, "port"),
     # torch's own grid_sample: candle has none (native names it); port runs candle-port-ops' twin
     "grid_sampler_2d": (lambda: Fn(lambda y: F.grid_sample(y, y[:, :2].permute(0, 2, 3, 1).tanh() * 1.2, "bilinear",
                                                             "reflection", align_corners=True)), X4, "port"),

@@ -10,6 +10,7 @@ pub mod norm;
 pub mod reduce;
 pub mod resize;
 pub mod shape;
+pub mod twins;
 
 use candle_core::Result;
 
@@ -53,6 +54,7 @@ pub fn run(args: &Args, mode: OpsMode) -> Option<Result<Value>> {
         .or_else(|| shape::run(name, op, args))
         .or_else(|| index::run(name, args))
         .or_else(|| resize::run(name, op, args, mode))
+        .or_else(|| twins::run(name, op, args, mode))
 }
 
 /// The candle op whose missing backward a mapping relies on in this mode, so that a
