@@ -265,6 +265,26 @@ def test_verify_cli_candle_json(binary, monkeypatch, capsys):
     assert candle["native"]["backward"]["message"] == "backward not supported for upsample_bilinear2d"
 
 
+def test_verify_cli_candle_builds_a_config_class_model(binary, monkeypatch):
+    """--candle builds MODEL as verify's workers do: MODEL(ConfigClass(**config_kwargs)) (it used
+    to call MODEL() and stop with a missing `config` argument on every transformers model)."""
+    import json
+
+    from typer.testing import CliRunner
+
+    from candle_port.cli.main import app
+
+    monkeypatch.setenv("CANDLE_PORT_RUN", str(binary))
+    out = CliRunner().invoke(app, ["verify", f"{ROOT / 'fixtures' / 'verify' / 'config_model.py'}:Net",
+                                   "--config-class", "config_model:NetConfig", "--config-kwargs", '{"width": 3}',
+                                   "--input-shape", "1,3,6,6", "--dtype", "float64", "--candle", "--output-format", "json"])
+    assert out.exit_code == 0, out.output
+    candle = json.loads(out.stdout)["candle"]
+    assert candle["ok"] and candle["port"]["ok"] and candle["rewritten"]["native"]["ok"]
+    assert candle["native"]["backward"]["message"] == "backward not supported for upsample_bilinear2d"
+    assert {r["name"] for r in candle["port"]["tensors"] if r["kind"] == "grad"} == {"conv.weight", "conv.bias", "head.weight", "head.bias"}
+
+
 FACTORY = ROOT / "fixtures" / "verify" / "factory_pool_candle.py"
 
 

@@ -11,7 +11,6 @@ verify's rewritten worker does): there, native candle ops are expected to pass.
 
 from __future__ import annotations
 
-import importlib
 import json
 import subprocess
 import sys
@@ -29,15 +28,13 @@ CHILD_TIMEOUT_S = 3600
 def _build(job: dict):
     import torch
 
-    from .worker import install_import_hooks
+    from .worker import _config_args, _load_target
 
-    install_import_hooks(job)
-    obj: Any = importlib.import_module(job["module"])
-    for part in job["attr"].split("."):
-        obj = getattr(obj, part)
+    _, factory = _load_target(job)  # as verify's workers import it: source root, skipped package inits
+    args = _config_args(job)  # --config-class: MODEL(ConfigClass(**config_kwargs), ...)
     dtype = getattr(torch, job["dtype"])
     torch.manual_seed(job["seed"])
-    model = obj(**job["init_kwargs"]).to(dtype)
+    model = factory(*args, **job["init_kwargs"]).to(dtype)
     model.train(job["train"])
     gen = torch.Generator().manual_seed(job["seed"] + 1)
     inputs = [torch.randn(s, dtype=dtype, generator=gen) for s in job["input_shapes"]]
@@ -51,7 +48,8 @@ def _job(options: Any) -> dict:
             "dtype": options.dtype, "seed": options.seed, "train": options.train,
             # the tolerance: verify's --rtol/--atol and --noise-factor judge candle's numbers too
             "rtol": options.rtol, "atol": options.atol, "noise_factor": options.noise_factor,
-            "skip_package_init": options.skip_package_init}
+            "skip_package_init": options.skip_package_init,
+            "config_class": options.config_class, "config_kwargs": options.config_kwargs}
 
 
 def _check(model: Any, inputs: list, job: dict) -> dict:
