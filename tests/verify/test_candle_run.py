@@ -124,6 +124,10 @@ CASES = {
     "prelu": (lambda: Fn(nn.PReLU(4)), X4, "both"),
     # an in-place write to a view, functionalized (basicsr's SpyNet: `flow[:, 0, :, :] *= s`)
     "select_scatter-slice_scatter": (lambda: Fn(_scale_in_place), X4, "both"),
+    # torch's repeat may add leading dims (MaskFormer's queries `w.unsqueeze(0).repeat(b, 1, 1)`); a
+    # stepped slice of a permuted activation (Swin's patch merging `x[:, 0::2, 1::2]`)
+    "repeat-stepped-slice": (lambda: Fn(lambda y: y.repeat(2, 1, 1, 2)[..., ::3] + y.permute(0, 1, 3, 2)[:, :, 1::2, 0::2]
+                                        .repeat(1, 1, 1, 1).mean()), X4, "both"),
     # candle's index_select reads only a contiguous source; a permuted activation is not one
     "index_select-strided": (lambda: Fn(lambda y: y.transpose(2, 3).index_select(2, torch.tensor([8, 0, 3, 3]))), X4, "both"),
     # candle has no 3-D convolution and no conv_transpose1d backward: port runs the twins
@@ -217,6 +221,46 @@ def test_unet_native_names_bilinear_backward_and_port_passes(binary):
     port = result["port"]
     assert port["ok"] and port["worst_rel_to_scale"] <= 1e-9
     assert {r["name"] for r in port["tensors"] if r["kind"] == "grad"} == {n for n, _ in model.named_parameters()}
+
+
+def test_a_random_draw_is_named_with_what_to_do(binary):
+    """Drop path (transformers' GLPN, timm): `torch.rand` in training mode; candle cannot repeat
+    torch's draw, and the failing op says to verify in eval mode."""
+
+    def drop_path(y):
+        keep = torch.floor(torch.rand((y.shape[0], 1, 1, 1), dtype=y.dtype) + 0.8)
+        return y / 0.8 * keep
+
+    result = check_in_candle(Fn(drop_path).double(), [torch.randn(X4, dtype=torch.float64)], binary=binary)
+    failing = result["port"]["failing_ops"]
+    assert failing[0]["op"] == "aten.rand.default" and failing[0]["status"] == "error"
+    assert "rand is random" in failing[0]["message"] and "--eval" in failing[0]["message"]
+
+
+class _QueriesRequiringGrad(nn.Module):
+    """transformers' MaskFormer decoder: a tensor made to require a gradient in training only."""
+
+    def __init__(self):
+        super().__init__()
+        self.conv = nn.Conv2d(3, 4, 1)
+
+    def forward(self, x):
+        queries = torch.zeros_like(x)
+        if self.training:
+            queries.requires_grad_(True)  # the line the error names
+        return self.conv(x) + queries.sum()
+
+
+def test_a_trace_the_model_stops_names_its_line_and_eval(binary):
+    from candle_port.verify.candle_check import _guarded
+
+    model = _QueriesRequiringGrad().double()
+    x = torch.randn(1, 3, 4, 4, dtype=torch.float64)
+    line = next(i for i, t in enumerate(Path(__file__).read_text().splitlines(), 1) if "the line the error names" in t)
+    result = _guarded(lambda: check_in_candle(model.train(), [x], binary=binary), train=True)
+    assert not result["ok"] and f"(at {__file__}:{line} (`queries.requires_grad_(True)" in result["error"]
+    assert result["error"].endswith("--eval traces it if that line runs in training only")
+    assert _guarded(lambda: check_in_candle(model.eval(), [x], binary=binary), train=False)["port"]["ok"]
 
 
 def test_unmapped_op_is_named_with_its_line(binary):

@@ -57,14 +57,24 @@ def _check(model: Any, inputs: list, job: dict) -> dict:
                            factor=job.get("noise_factor") or NOISE_FACTOR)
 
 
-def _guarded(run) -> dict:
+def _guarded(run, train: bool = False) -> dict:
     try:
         return run()
     except CandleRunError as exc:
         return {"ok": False, "error": str(exc)}
     except Exception as exc:  # the user's model failing to build or trace is a result, not a crash
+        from .trace import model_line
+
         text = str(exc).strip()
-        return {"ok": False, "error": f"{type(exc).__name__}: {text.splitlines()[0] if text else ''}"}
+        error = f"{type(exc).__name__}: {text.splitlines()[0] if text else ''}"
+        where = model_line(exc)
+        if where:
+            error += f" (at {where})"
+        if train and "requires_grad" in text:
+            # make_fx's functionalization refuses a tensor made to require a gradient inside the
+            # forward (transformers' DETR-style decoders do it in training only)
+            error += "; --eval traces it if that line runs in training only"
+        return {"ok": False, "error": error}
 
 
 def _check_rewritten(options: Any, job: dict) -> dict:
@@ -115,10 +125,10 @@ def candle_check(options: Any) -> dict:
         model, inputs = _build(job)
         return _check(model, inputs, job)
 
-    result = _guarded(original)
+    result = _guarded(original, job["train"])
     if "port" not in result:
         return result
-    result["rewritten"] = _guarded(lambda: _check_rewritten(options, job))
+    result["rewritten"] = _guarded(lambda: _check_rewritten(options, job), job["train"])
     result["original_ok"] = result["ok"]
     result["ok"] = bool(result["ok"] and result["rewritten"].get("ok", False))
     return result

@@ -67,10 +67,16 @@ def trace_model(model: Any, inputs: Sequence[Any]) -> GraphReport:
 
 def _value_branch(exc: BaseException) -> str:
     """`file:line (code)` of the model's own line whose data-dependent branch stopped torch.export,
-    or "" for another failure: the innermost frame outside torch and candle-port."""
+    or "" for another failure."""
     text = f"{type(exc).__name__} {exc}"
     if "DataDependent" not in text and "data-dependent" not in text:
         return ""
+    return model_line(exc)
+
+
+def model_line(exc: BaseException) -> str:
+    """`file:line (code)` of the innermost frame of `exc` outside torch, candle-port and the
+    standard library: the model's own line that a tracer stopped at ("" when there is none)."""
     import os
     import traceback
 

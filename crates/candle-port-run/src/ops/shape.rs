@@ -44,6 +44,14 @@ pub fn run(name: &str, op: &str, args: &Args) -> Option<Result<Value>> {
         "alias" | "clone" | "contiguous" | "lift_fresh_copy" => args.tensor(0, "self"),
         "detach" => args.tensor(0, "self").map(|x| x.detach()),
         "dropout" | "native_dropout" | "feature_dropout" => dropout(name, args),
+        // a draw torch made (drop path, noise injection): candle cannot reproduce it
+        "rand" | "randn" | "rand_like" | "randn_like" | "randint" | "randint_like"
+        | "bernoulli" | "normal" | "uniform" | "exponential" | "multinomial" | "randperm" => {
+            Err(candle_core::Error::Msg(format!(
+                "{name} is random: torch's draw cannot be repeated in candle; verify in eval mode \
+                 (--eval) if it is for training only (drop path, noise)"
+            )))
+        }
         "as_strided" | "as_strided_" => as_strided(args),
         "_to_copy" | "to" => to_dtype(args),
         "cat" | "stack" => (|| {
@@ -63,6 +71,7 @@ pub fn run(name: &str, op: &str, args: &Args) -> Option<Result<Value>> {
         }
         "unfold" => unfold(args),
         "select_scatter" | "slice_scatter" => scatter_slice(name, args),
+        "repeat" => repeat(args),
         // `x.copy_(src)`, functionalized: `src` in x's shape and dtype
         "copy" | "copy_" => (|| {
             let (x, src) = (args.tensor(0, "self")?, args.tensor(1, "src")?);
@@ -165,7 +174,21 @@ fn slice(a: &Args) -> Result<Tensor> {
         return Ok(y);
     }
     let idx: Vec<u32> = (0..(end - start) as u32).step_by(step as usize).collect();
-    y.index_select(&Tensor::new(idx, x.device())?, d)
+    // candle's index_select reads only a contiguous source (a narrowed window of a strided one is not)
+    y.contiguous()?
+        .index_select(&Tensor::new(idx, x.device())?, d)
+}
+
+/// `x.repeat(sizes)`: more sizes than dims prepend dims of 1, as torch does.
+fn repeat(a: &Args) -> Result<Tensor> {
+    let x = a.tensor(0, "self")?;
+    let sizes = usizes(&a.ints_or(1, "repeats", &[])?)?;
+    if sizes.len() < x.rank() {
+        bail!("repeat with {} sizes for {} dims", sizes.len(), x.rank())
+    }
+    let mut shape = vec![1; sizes.len() - x.rank()];
+    shape.extend_from_slice(x.dims());
+    x.reshape(shape)?.repeat(sizes)
 }
 
 fn squeeze(a: &Args) -> Result<Tensor> {
