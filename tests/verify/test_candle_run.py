@@ -124,6 +124,10 @@ CASES = {
     "prelu": (lambda: Fn(nn.PReLU(4)), X4, "both"),
     # an in-place write to a view, functionalized (basicsr's SpyNet: `flow[:, 0, :, :] *= s`)
     "select_scatter-slice_scatter": (lambda: Fn(_scale_in_place), X4, "both"),
+    # attention masks: masked_fill with a number (inf included) and with a 0-d tensor
+    "masked_fill": (lambda: Fn(lambda y: y.masked_fill(y > 0.5, float("-inf")).clamp_min(-3.0)
+                               + y.masked_fill(y < 0, torch.tensor(0.25)) + y.masked_fill(y.sum(1, keepdim=True) > 0, 2.0)),
+                    X4, "both"),
     # torch's repeat may add leading dims (MaskFormer's queries `w.unsqueeze(0).repeat(b, 1, 1)`); a
     # stepped slice of a permuted activation (Swin's patch merging `x[:, 0::2, 1::2]`)
     "repeat-stepped-slice": (lambda: Fn(lambda y: y.repeat(2, 1, 1, 2)[..., ::3] + y.permute(0, 1, 3, 2)[:, :, 1::2, 0::2]

@@ -1,7 +1,7 @@
 //! Elementwise arithmetic with torch's broadcasting: `add`/`sub` (with `alpha`), `mul`, `div`,
 //! `rsub`, `addcmul` (`self + value * tensor1 * tensor2`), tensor-or-number operands, unary math (`neg`, `exp`, `log`, `sqrt`, `rsqrt`, `abs`,
 //! `reciprocal`, `pow`, `sin`, `cos`, `floor`, `ceil`, `round`, `trunc`), `clamp*`,
-//! `maximum`/`minimum`, `where`, comparisons and the logical ops on their masks.
+//! `maximum`/`minimum`, `where`, `masked_fill`, comparisons and the logical ops on their masks.
 
 use candle_core::{bail, DType, Result, Tensor};
 
@@ -42,6 +42,7 @@ pub fn run(name: &str, op: &str, args: &Args) -> Option<Result<Value>> {
                 .where_cond(&x.broadcast_as(&shape)?, &y.broadcast_as(&shape)?)
         })(),
         "eq" | "ne" | "gt" | "ge" | "lt" | "le" => compare(name, args),
+        "masked_fill" => masked_fill(args),
         "isnan" => args.tensor(0, "self").and_then(|x| x.ne(&x)),
         _ => return None,
     };
@@ -166,6 +167,23 @@ fn clamp(name: &str, a: &Args) -> Result<Tensor> {
         Some(v) => x.minimum(v),
         None => Ok(x),
     }
+}
+
+/// `x.masked_fill(mask, value)`: `value` (a number, inf included, or a 0-d tensor) where the mask
+/// is set, `x` elsewhere; the gradient reaches `x` only where it is kept.
+fn masked_fill(a: &Args) -> Result<Tensor> {
+    let x = a.tensor(0, "self")?;
+    let mask = a.tensor(1, "mask")?;
+    let value = if a.is_tensor(2, "value") {
+        a.tensor(2, "value")?.to_dtype(x.dtype())?
+    } else {
+        Tensor::new(a.float_or(2, "value", 0.0)?, x.device())?.to_dtype(x.dtype())?
+    };
+    let shape = x
+        .shape()
+        .broadcast_shape_binary_op(mask.shape(), "masked_fill")?;
+    mask.broadcast_as(&shape)?
+        .where_cond(&value.broadcast_as(&shape)?, &x.broadcast_as(&shape)?)
 }
 
 /// `&`, `|`, `^` of boolean masks (u8 0/1 here, as the comparisons give them): product, maximum,
