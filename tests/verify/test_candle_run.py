@@ -267,6 +267,28 @@ def test_a_trace_the_model_stops_names_its_line_and_eval(binary):
     assert _guarded(lambda: check_in_candle(model.eval(), [x], binary=binary), train=False)["port"]["ok"]
 
 
+class _CallOverride(nn.Module):
+    """controlnet_aux's HED blocks override `__call__`, not `forward`: torch records no frame of
+    theirs for the ops they call."""
+
+    def __init__(self):
+        super().__init__()
+        self.conv = nn.Conv2d(3, 4, 1)
+
+    def __call__(self, x):
+        return F.max_pool2d(self.conv(x), 2)
+
+
+def test_an_op_without_a_user_frame_has_no_location_rather_than_candle_ports():
+    from candle_port.verify.graph_export import parse_stack, trace_for_candle, user_frame
+
+    gm, _, _ = trace_for_candle(_CallOverride(), [torch.randn(1, 3, 4, 4)])
+    where = {str(n.target): user_frame(parse_stack(n.meta.get("stack_trace"))) for n in gm.graph.nodes if n.op == "call_function"}
+    pool = next(frame for op, frame in where.items() if "max_pool2d" in op)
+    assert pool is None  # was graph_export.py's own tracing call
+    assert all(frame is None or "candle_port" not in frame.file for frame in where.values())
+
+
 def test_unmapped_op_is_named_with_its_line(binary):
     model = Fn(lambda y: torch.cumsum(y, 2)).double()
     result = check_in_candle(model, [torch.randn(X4, dtype=torch.float64)], binary=binary)

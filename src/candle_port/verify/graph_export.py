@@ -44,6 +44,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -76,15 +77,17 @@ def _is_library(path: str) -> bool:
     import torch
 
     root = str(Path(torch.__file__).parent)
-    return path.startswith(root) or "/candle_port/runtime/" in path
+    return path.startswith(root) or f"{os.sep}candle_port{os.sep}" in path
 
 
 def user_frame(frames: list[Frame]) -> Frame | None:
-    """The innermost frame in the user's code: the line to show, not torch's own module code."""
+    """The innermost frame in the user's code: the line to show, not torch's own module code nor
+    candle-port's (the runtime, or the tracing call itself). None when torch recorded no user
+    frame (a module that overrides `__call__` instead of `forward`: controlnet_aux's HED blocks)."""
     for frame in reversed(frames):
         if not _is_library(frame.file):
             return frame
-    return frames[-1] if frames else None
+    return None
 
 
 def _encode(value: Any) -> Any:
