@@ -19,7 +19,7 @@ from torch import nn  # noqa: E402
 import torch.nn.functional as F  # noqa: E402
 
 from candle_port import runtime  # noqa: E402
-from candle_port.verify.candle_run import CandleRunError, check_in_candle, find_binary  # noqa: E402
+from candle_port.verify.candle_run import CandleRunError, check_in_candle, find_binary, summary_lines  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
 pytestmark = pytest.mark.slow
@@ -124,6 +124,9 @@ CASES = {
     "prelu": (lambda: Fn(nn.PReLU(4)), X4, "both"),
     # an in-place write to a view, functionalized (basicsr's SpyNet: `flow[:, 0, :, :] *= s`)
     "select_scatter-slice_scatter": (lambda: Fn(_scale_in_place), X4, "both"),
+    # spectral norm's mv, dot and linalg_vector_norm, and F.normalize
+    "vector-norms": (lambda: Fn(lambda y: y / torch.linalg.vector_norm(y, dim=(1, 2), keepdim=True)
+                                + torch.linalg.vector_norm(y, 1, dim=3)[..., None] + F.normalize(y, dim=1)), X4, "both"),
     # attention masks: masked_fill with a number (inf included) and with a 0-d tensor
     "masked_fill": (lambda: Fn(lambda y: y.masked_fill(y > 0.5, float("-inf")).clamp_min(-3.0)
                                + y.masked_fill(y < 0, torch.tensor(0.25)) + y.masked_fill(y.sum(1, keepdim=True) > 0, 2.0)),
@@ -287,6 +290,21 @@ def test_an_op_without_a_user_frame_has_no_location_rather_than_candle_ports():
     pool = next(frame for op, frame in where.items() if "max_pool2d" in op)
     assert pool is None  # was graph_export.py's own tracing call
     assert all(frame is None or "candle_port" not in frame.file for frame in where.values())
+
+
+def test_spectral_norm_trains_in_candle_in_eval_and_train_mode_says_why_it_differs(binary):
+    """basicsr's UNetDiscriminatorSN: spectral norm's power iteration runs under torch.no_grad()
+    in training, which an ATen graph cannot keep, so candle differentiates through it. The result
+    says where gradients were turned off; in eval mode (no iteration) candle equals torch."""
+    torch.manual_seed(0)
+    model = Fn(lambda y: y, conv=nn.utils.spectral_norm(nn.Conv2d(3, 4, 3, padding=1))).double()
+    x = torch.randn(X4, dtype=torch.float64)
+    trained = check_in_candle(model.train(), [x], binary=binary)
+    assert not trained["port"]["ok"] and len(trained["gradients_off"]) == 1
+    assert trained["gradients_off"][0].startswith(f"{__file__}:")
+    assert any(line.startswith("note: the forward turns gradients off (torch.no_grad) at ") for line in summary_lines(trained))
+    evaluated = check_in_candle(model.eval(), [x], binary=binary)
+    assert evaluated["port"]["ok"] and evaluated["native"]["ok"] and evaluated["gradients_off"] == []
 
 
 def test_unmapped_op_is_named_with_its_line(binary):

@@ -344,7 +344,8 @@ def check_in_candle(model: Any, inputs: Sequence[Any], seed: int = 0, modes: Seq
     ops = sorted({n["op"] for n in graph["nodes"]})
     final = results.get("port", next(iter(results.values())))
     return {"ok": final["ok"], "rtol": tol.floor, "tolerance": tol.to_json(), "dtype": dtype, "ops": ops,
-            "reference_fixes": graph.get("reference_fixes", {}), **results}
+            "reference_fixes": graph.get("reference_fixes", {}), "gradients_off": graph.get("gradients_off", []),
+            **results}
 
 
 def tolerance_line(result: dict) -> str:
@@ -363,6 +364,10 @@ def tolerance_line(result: dict) -> str:
 def summary_lines(result: dict) -> list[str]:
     """One line per mode, then one per failing op with its source line (for the text report)."""
     lines = [tolerance_line(result)] if any(m in result for m in MODES) else []
+    if result.get("gradients_off"):
+        lines.append(f"note: the forward turns gradients off (torch.no_grad) at {', '.join(result['gradients_off'][:3])}; "
+                     "the traced graph keeps no grad mode, so candle differentiates through that part and its "
+                     "gradients upstream of it are not torch's (spectral norm's power iteration: --eval skips it)")
     for mode in MODES:
         r = result.get(mode)
         if r is None:

@@ -194,9 +194,40 @@ def trace_for_candle(model: Any, inputs: Sequence[Any]):
     from torch._decomp import get_decompositions
 
     table = get_decompositions([torch.ops.aten._scaled_dot_product_flash_attention_for_cpu])
-    gm = make_fx(functionalize(forward, remove="mutations"), decomposition_table=table,
-                 record_stack_traces=True)(params, buffers, *inputs)
+    with _gradients_off_spy() as spy:
+        gm = make_fx(functionalize(forward, remove="mutations"), decomposition_table=table,
+                     record_stack_traces=True)(params, buffers, *inputs)
+    gm.meta["gradients_off"] = spy.where
     return gm, list(params), list(buffers)
+
+
+def _gradients_off_spy():
+    """A TorchFunctionMode (torch is imported lazily here) that records where the forward turns
+    gradients off."""
+    from torch.overrides import TorchFunctionMode
+
+    class GradientsOffSpy(TorchFunctionMode):
+        """Where the forward turns gradients off (`torch.no_grad()`, spectral norm's power
+        iteration): an ATen graph keeps no grad mode, so candle differentiates through that part."""
+
+        def __init__(self) -> None:
+            super().__init__()
+            self.where: list[str] = []
+
+        def __torch_function__(self, func, types, args=(), kwargs=None):
+            import torch
+
+            if func is torch._C._set_grad_enabled and args and args[0] is False:
+                import traceback
+
+                frames = [Frame(f.filename, f.lineno or 0, f.name, f.line or "") for f in traceback.extract_stack()]
+                frame = user_frame(frames)
+                where = frame.where() if frame else "?"
+                if where not in self.where:
+                    self.where.append(where)
+            return func(*args, **(kwargs or {}))
+
+    return GradientsOffSpy()
 
 
 # torch's own CPU backward kernels that are not float64-accurate, and the exact formula the
@@ -331,6 +362,8 @@ def export_graph(model: Any, inputs: Sequence[Any], out_dir: Path, seed: int = 0
         "nodes": nodes,
         "outputs": outputs,
         "reference_fixes": {op: REFERENCE_FIXES[op] for op in sorted(fixes)},
+        # where the forward turned gradients off: the graph cannot say so (see trace_for_candle)
+        "gradients_off": gm.meta.get("gradients_off", []),
     }
     named = dict(model.named_parameters())
     tensors = {f"param.{k}": named[k].detach().contiguous() for k in param_names}

@@ -1,4 +1,4 @@
-//! Matrix products: `t`, `mm`, `bmm`, `matmul`, `addmm` (`beta * bias + alpha * a @ b`),
+//! Matrix products: `t`, `mm`, `bmm`, `matmul`, `mv`, `dot`, `addmm` (`beta * bias + alpha * a @ b`),
 //! `baddbmm` and `linear` (`x @ w^T + b`), all on candle's `matmul`/`broadcast_matmul`.
 
 use candle_core::{Result, Tensor};
@@ -15,6 +15,15 @@ pub fn run(name: &str, args: &Args) -> Option<Result<Value>> {
         "matmul" => (|| {
             args.tensor(0, "self")?
                 .broadcast_matmul(&args.tensor(1, "other")?)
+        })(),
+        // spectral norm's power iteration: `W v`, `u . (W v)`
+        "mv" => (|| {
+            let v = args.tensor(1, "vec")?;
+            args.tensor(0, "self")?.matmul(&v.unsqueeze(1)?)?.squeeze(1)
+        })(),
+        "dot" => (|| {
+            let (a, b) = (args.tensor(0, "self")?, args.tensor(1, "tensor")?);
+            a.mul(&b)?.sum_all()
         })(),
         "addmm" | "baddbmm" => addmm(args),
         "linear" => linear(args),

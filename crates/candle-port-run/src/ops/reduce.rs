@@ -12,9 +12,38 @@ pub fn run(name: &str, args: &Args, _mode: OpsMode) -> Option<Result<Value>> {
     let r = match name {
         "sum" | "mean" | "amax" | "amin" | "var" => reduce(name, args),
         "argmax" | "argmin" => arg_extreme(name, args),
+        "linalg_vector_norm" => vector_norm(args),
         _ => return None,
     };
     Some(r.map(Value::Tensor))
+}
+
+/// `linalg_vector_norm(self, ord, dim, keepdim)` for `ord` 2 (spectral norm, normalize) and 1.
+fn vector_norm(a: &Args) -> Result<Tensor> {
+    let x = a.tensor(0, "self")?;
+    let ord = a.float_or(1, "ord", 2.0)?;
+    let dims = match a.opt_ints(2, "dim")? {
+        Some(d) if !d.is_empty() => d
+            .iter()
+            .map(|&d| dim(d, x.rank()))
+            .collect::<Result<Vec<_>>>()?,
+        _ => (0..x.rank()).collect(),
+    };
+    let y = if ord == 2.0 {
+        x.sqr()?.sum_keepdim(dims.as_slice())?.sqrt()?
+    } else if ord == 1.0 {
+        x.abs()?.sum_keepdim(dims.as_slice())?
+    } else {
+        candle_core::bail!("linalg_vector_norm with ord {ord}: only 1 and 2 are mapped")
+    };
+    if a.bool_or(3, "keepdim", false)? {
+        return Ok(y);
+    }
+    let mut y = y;
+    for &d in dims.iter().rev() {
+        y = y.squeeze(d)?;
+    }
+    Ok(y)
 }
 
 fn dims_of(a: &Args, x: &Tensor) -> Result<Vec<usize>> {
