@@ -373,6 +373,26 @@ def test_verify_cli_candle_builds_a_config_class_model(binary, monkeypatch):
     assert {r["name"] for r in candle["port"]["tensors"] if r["kind"] == "grad"} == {"conv.weight", "conv.bias", "head.weight", "head.bias"}
 
 
+def test_verify_cli_candle_with_convert_runs_the_converted_model(binary, monkeypatch):
+    """--strategy convert changes no source: --candle's second run is the built model with
+    runtime.convert's layers (it used to report "port-fix changed nothing" and run nothing)."""
+    import json
+
+    from typer.testing import CliRunner
+
+    from candle_port.cli.main import app
+
+    monkeypatch.setenv("CANDLE_PORT_RUN", str(binary))
+    out = CliRunner().invoke(app, ["verify", f"{ROOT / 'fixtures' / 'verify' / 'factory_config.py'}:ConfigNeck",
+                                   "--strategy", "convert", "--input-shape", "1,3,8,8", "--dtype", "float64", "--candle",
+                                   "--output-format", "json"])
+    assert out.exit_code == 0, out.output
+    candle = json.loads(out.stdout)["candle"]
+    converted = candle["rewritten"]
+    assert converted["label"] == "converted model (runtime.convert)" and converted["changed"]
+    assert converted["native"]["ok"] and converted["port"]["ok"] and not candle["native"]["ok"]
+
+
 FACTORY = ROOT / "fixtures" / "verify" / "factory_pool_candle.py"
 
 

@@ -77,6 +77,16 @@ def _guarded(run, train: bool = False) -> dict:
         return {"ok": False, "error": error}
 
 
+def _check_converted(job: dict) -> dict:
+    """--strategy convert: the built model with runtime.convert's layers, traced under
+    runtime.routed() (functional calls to the runtime), as verify's rewritten worker runs it."""
+    from candle_port.runtime import convert, routed
+
+    model, inputs = _build(job)
+    with routed():
+        return dict(_check(convert(model), inputs, job), changed=True, label="converted model (runtime.convert)")
+
+
 def _check_rewritten(options: Any, job: dict) -> dict:
     from .spec import resolve_source_root
     from .workspace import make_rewritten_copy
@@ -128,7 +138,8 @@ def candle_check(options: Any) -> dict:
     result = _guarded(original, job["train"])
     if "port" not in result:
         return result
-    result["rewritten"] = _guarded(lambda: _check_rewritten(options, job), job["train"])
+    rewritten = _check_converted if options.strategy == "convert" else (lambda job: _check_rewritten(options, job))
+    result["rewritten"] = _guarded(lambda: rewritten(job), job["train"])
     result["original_ok"] = result["ok"]
     result["ok"] = bool(result["ok"] and result["rewritten"].get("ok", False))
     return result
@@ -142,7 +153,7 @@ def candle_text(result: dict) -> str:
     rewritten = result.get("rewritten")
     if rewritten is not None:
         if "port" in rewritten:
-            lines += ["candle, rewritten copy (port-fix):"] + summary_lines(rewritten)
+            lines += [f"candle, {rewritten.get('label', 'rewritten copy (port-fix)')}:"] + summary_lines(rewritten)
         else:
             lines.append(f"candle, rewritten copy: {rewritten.get('note') or 'could not run: ' + str(rewritten.get('error'))}")
     return "\n".join(lines)
