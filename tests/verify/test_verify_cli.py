@@ -227,6 +227,19 @@ def test_skip_package_init_imports_the_model_without_the_packages_init(source_ro
     assert "PASS" in result.output and "upsample_bilinear2d x1" in result.output  # the original's, now rewritten
 
 
+def test_skip_package_init_covers_the_packages_a_driver_imports():
+    """A factory script imports the zoo's subpackage by name: the package above the source root
+    is imported bare for it (its __init__ imports a module that is not installed)."""
+    args = ["--input-shape", "1,3,8,8", "--source-root", f"{FIXTURES}/optional_dep_pkg/models"]
+    failed = run(f"{FIXTURES}/driver_optional_dep.py:build", *args)
+    assert failed.exit_code == 2
+    assert ("--skip-package-init with --source-root on the subpackage of optional_dep_pkg the model needs"
+            in " ".join(failed.output.split()))
+    result = run(f"{FIXTURES}/driver_optional_dep.py:build", *args, "--skip-package-init")
+    assert result.exit_code == 0, result.output
+    assert "PASS" in result.output
+
+
 def test_bare_packages_point_into_the_rewritten_copy_where_a_redirect_covers_them(tmp_path):
     from candle_port.verify.worker import bare_packages
 

@@ -42,13 +42,16 @@ def _build(job: dict):
 
 
 def _job(options: Any) -> dict:
+    from .spec import resolve_source_root
+
     spec = parse_model_spec(options.model, options.cwd)
+    roots = sorted(resolve_source_root(spec, options.source_root).modules)
     return {"module": spec.module, "attr": spec.attr, "import_root": str(spec.import_root),
             "init_kwargs": options.init_kwargs, "input_shapes": [list(s) for s in options.input_shapes],
             "dtype": options.dtype, "seed": options.seed, "train": options.train,
             # the tolerance: verify's --rtol/--atol and --noise-factor judge candle's numbers too
             "rtol": options.rtol, "atol": options.atol, "noise_factor": options.noise_factor,
-            "skip_package_init": options.skip_package_init,
+            "skip_package_init": options.skip_package_init, "package_roots": roots,
             "config_class": options.config_class, "config_kwargs": options.config_kwargs}
 
 

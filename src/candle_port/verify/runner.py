@@ -181,7 +181,7 @@ def _run_pair(options: VerifyOptions, seed: int, spec, source, rewritten, workdi
         "dtype": options.dtype, "seed": seed, "train": options.train, "threads": options.threads,
         "trace": options.trace,
         "config_class": options.config_class, "config_kwargs": options.config_kwargs,
-        "skip_package_init": options.skip_package_init,
+        "skip_package_init": options.skip_package_init, "package_roots": sorted(source.modules),
     }
     reference = str(workdir / "reference.pt")
     job_a = dict(base, role="original", out=str(workdir / "original.pt"), reference_out=reference)

@@ -150,11 +150,14 @@ def describe_import_error(target: str, exc: BaseException) -> str:
     importer = _importing_frame(exc)
     where = f"; imported by {importer[0]} ({importer[1]}:{importer[2]})" if importer else ""
     package = _package_above(target, exc)
-    if package is not None:
+    if package is not None and target.startswith(package + "."):
         # The model's module never got to run: a package above it imports everything (model zoos'
         # __init__.py import every model and its dependencies).
         instead = (f"--skip-package-init imports {target} without running {package}'s __init__.py "
                    f"(the failing import is there)")
+    elif package is not None:  # a driver importing a zoo's subpackage
+        instead = (f"--skip-package-init with --source-root on the subpackage of {package} the model needs "
+                   f"imports it without running {package}'s __init__.py (the failing import is there)")
     else:
         instead = ("give MODEL as the model's own module and --source-root on its subpackage, so that only what the "
                    "model imports is imported")
@@ -169,15 +172,21 @@ def describe_import_error(target: str, exc: BaseException) -> str:
 
 
 def _package_above(target: str, exc: BaseException) -> str | None:
-    """The outermost package above module `target` whose __init__.py the failing import ran in."""
+    """The outermost package whose __init__.py the failing import ran in: one above module
+    `target`, else (a driver importing a zoo) the first package __init__ in the traceback."""
     tb = exc.__traceback__
+    first = None
     while tb is not None:
         frame = tb.tb_frame
         name = str(frame.f_globals.get("__name__", ""))
-        if target.startswith(name + ".") and os.path.basename(frame.f_code.co_filename) == "__init__.py":
-            return name
+        file = frame.f_code.co_filename
+        if os.path.basename(file) == "__init__.py" and name and not name.startswith(("importlib", "candle_port")):
+            if target.startswith(name + "."):
+                return name
+            if "site-packages" not in file and "dist-packages" not in file:  # the user's zoo, not a library
+                first = first or name.split(".")[0]
         tb = tb.tb_next
-    return None
+    return first
 
 
 def _importing_frame(exc: BaseException) -> tuple[str, str, int] | None:

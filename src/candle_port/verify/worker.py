@@ -88,6 +88,20 @@ def bare_packages(module: str, import_root: str, redirects: dict[str, str] | Non
     return packages
 
 
+def _package_dirs(names: list[str]) -> dict[str, str]:
+    """The directory of each package of `names` (outermost first, each inside the one before),
+    found on sys.path without importing it."""
+    found: dict[str, str] = {}
+    path = None
+    for name in names:
+        spec = importlib.machinery.PathFinder.find_spec(name, path)
+        if spec is None or not spec.submodule_search_locations:
+            break
+        path = list(spec.submodule_search_locations)
+        found[name] = path[0]
+    return found
+
+
 def install_import_hooks(job: dict) -> None:
     """sys.path and the finders a worker imports the model with: the rewritten copy's redirect,
     and with `skip_package_init` the packages above the model's module left bare."""
@@ -95,7 +109,14 @@ def install_import_hooks(job: dict) -> None:
     if job.get("redirects"):
         sys.meta_path.insert(0, _Redirect(job["redirects"]))
     if job.get("skip_package_init"):
-        sys.meta_path.insert(0, _BarePackages(bare_packages(job["module"], job["import_root"], job.get("redirects"))))
+        # The packages above MODEL's module, and above each module of the source root, which a
+        # driver imports (`--source-root zoo/models` for a factory script importing zoo.models.net).
+        packages = bare_packages(job["module"], job["import_root"], job.get("redirects"))
+        for root in {*(job.get("redirects") or {}), *job.get("package_roots", ())}:
+            parts = root.split(".")
+            for name, directory in _package_dirs([".".join(parts[:i]) for i in range(1, len(parts))]).items():
+                packages.setdefault(name, directory)
+        sys.meta_path.insert(0, _BarePackages(packages))
 
 
 def _redirected_modules(redirects: dict[str, str]) -> list[str]:
