@@ -393,6 +393,23 @@ def test_verify_cli_candle_with_convert_runs_the_converted_model(binary, monkeyp
     assert converted["native"]["ok"] and converted["port"]["ok"] and not candle["native"]["ok"]
 
 
+def test_verify_cli_candle_passes_forward_kwargs(binary, monkeypatch):
+    import json
+
+    from typer.testing import CliRunner
+
+    from candle_port.cli.main import app
+
+    monkeypatch.setenv("CANDLE_PORT_RUN", str(binary))
+    out = CliRunner().invoke(app, ["verify", f"{ROOT / 'fixtures' / 'verify' / 'forward_flag.py'}:FlagNet",
+                                   "--forward-kwargs", '{"inference": false}', "--input-shape", "1,3,6,6",
+                                   "--dtype", "float64", "--candle", "--output-format", "json"])
+    assert out.exit_code == 0, out.output
+    candle = json.loads(out.stdout)["candle"]
+    assert candle["port"]["ok"] and candle["rewritten"]["native"]["ok"]
+    assert {"head.weight", "head.bias"} <= {r["name"] for r in candle["port"]["tensors"] if r["kind"] == "grad"}
+
+
 FACTORY = ROOT / "fixtures" / "verify" / "factory_pool_candle.py"
 
 

@@ -240,6 +240,19 @@ def test_skip_package_init_covers_the_packages_a_driver_imports():
     assert "PASS" in result.output
 
 
+def test_forward_kwargs_reach_every_forward_call():
+    """facexlib's MODNet-style `forward(img, inference)`: without the flag the forward fails and
+    the error names --forward-kwargs; with it both models run (and are traced) with it."""
+    failed = run(f"{FIXTURES}/forward_flag.py:FlagNet", "--input-shape", "1,3,8,8")
+    assert failed.exit_code == 2 and "pass it with --forward-kwargs JSON" in " ".join(failed.output.split())
+    result, data = run_json(f"{FIXTURES}/forward_flag.py:FlagNet", "--input-shape", "1,3,8,8",
+                            "--forward-kwargs", '{"inference": false}')
+    assert result.exit_code == 0, result.output
+    assert data["verdict"] == "pass"
+    # the head runs only with inference false: its gradients were compared
+    assert {"head.weight", "head.bias"} <= {row["name"] for row in data["comparisons"]}
+
+
 def test_bare_packages_point_into_the_rewritten_copy_where_a_redirect_covers_them(tmp_path):
     from candle_port.verify.worker import bare_packages
 

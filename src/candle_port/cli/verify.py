@@ -86,6 +86,7 @@ def verify_command(
     config_class: Annotated[Optional[str], typer.Option("--config-class", help="package.module:ConfigClass: build it with --config-kwargs and pass it to MODEL as its first argument (transformers: MODEL(ConfigClass(**kwargs))).", rich_help_panel=MODEL_PANEL)] = None,
     config_kwargs: Annotated[Optional[str], typer.Option("--config-kwargs", help="JSON object of keyword arguments for --config-class.", rich_help_panel=MODEL_PANEL)] = None,
     dtype: Annotated[DType, typer.Option("--dtype", help="Parameter and input dtype.", case_sensitive=False, rich_help_panel=MODEL_PANEL)] = DType.float32,
+    forward_kwargs: Annotated[Optional[str], typer.Option("--forward-kwargs", help="JSON object of keyword arguments every forward call gets (a flag such as inference=false; inputs stay --input-shape tensors).", rich_help_panel=MODEL_PANEL)] = None,
     skip_package_init: Annotated[bool, typer.Option("--skip-package-init", help="Import MODEL's module without running the __init__.py of the packages above it (a model zoo whose __init__ imports every model and its dependencies).", rich_help_panel=MODEL_PANEL)] = False,
     source_root: Annotated[Optional[str], typer.Option("--source-root", help="The file or package to rewrite (default: the model's own file). Use the package directory when the model's code spans files.", rich_help_panel=MODEL_PANEL)] = None,
     eval_mode: Annotated[bool, typer.Option("--eval", help="Run the models in eval() mode (default: train(), as for training in candle).", rich_help_panel=MODEL_PANEL)] = False,
@@ -120,6 +121,7 @@ def verify_command(
         _error(str(exc))
     kwargs = _json_object("--init-kwargs", init_kwargs)
     config = _json_object("--config-kwargs", config_kwargs)
+    forward = _json_object("--forward-kwargs", forward_kwargs)
     if config_kwargs and not config_class:
         _error("--config-kwargs needs --config-class")
     from candle_port.verify.runner import VerifyError, VerifyOptions, run_verify
@@ -129,7 +131,7 @@ def verify_command(
         source_root=source_root, seed=seed, rtol=rtol, atol=atol, gradcheck=gradcheck,
         train=not eval_mode, threads=threads, noise_factor=noise_factor, trace=not no_trace,
         allow_wrong_gradients=allow_wrong_gradients,
-        config_class=config_class, config_kwargs=config, skip_package_init=skip_package_init,
+        config_class=config_class, config_kwargs=config, skip_package_init=skip_package_init, forward_kwargs=forward,
     )
     try:
         report = run_verify(options)

@@ -28,13 +28,14 @@ CHILD_TIMEOUT_S = 3600
 def _build(job: dict):
     import torch
 
-    from .worker import _config_args, _load_target
+    from .worker import _config_args, _load_target, with_forward_kwargs
 
     _, factory = _load_target(job)  # as verify's workers import it: source root, skipped package inits
     args = _config_args(job)  # --config-class: MODEL(ConfigClass(**config_kwargs), ...)
     dtype = getattr(torch, job["dtype"])
     torch.manual_seed(job["seed"])
     model = factory(*args, **job["init_kwargs"]).to(dtype)
+    model = with_forward_kwargs(model, job.get("forward_kwargs") or {})
     model.train(job["train"])
     gen = torch.Generator().manual_seed(job["seed"] + 1)
     inputs = [torch.randn(s, dtype=dtype, generator=gen) for s in job["input_shapes"]]
@@ -52,6 +53,7 @@ def _job(options: Any) -> dict:
             # the tolerance: verify's --rtol/--atol and --noise-factor judge candle's numbers too
             "rtol": options.rtol, "atol": options.atol, "noise_factor": options.noise_factor,
             "skip_package_init": options.skip_package_init, "package_roots": roots,
+            "forward_kwargs": options.forward_kwargs,
             "config_class": options.config_class, "config_kwargs": options.config_kwargs}
 
 

@@ -53,6 +53,8 @@ class VerifyOptions:
     config_kwargs: dict[str, Any] = field(default_factory=dict)
     # --skip-package-init: the packages above MODEL's module are imported without their __init__.py.
     skip_package_init: bool = False
+    # --forward-kwargs: keyword arguments every forward call gets (non-tensor flags).
+    forward_kwargs: dict[str, Any] = field(default_factory=dict)
 
 
 def _unchanged(text: str, strategy: str, path: str) -> tuple[str, bool]:
@@ -182,6 +184,7 @@ def _run_pair(options: VerifyOptions, seed: int, spec, source, rewritten, workdi
         "trace": options.trace,
         "config_class": options.config_class, "config_kwargs": options.config_kwargs,
         "skip_package_init": options.skip_package_init, "package_roots": sorted(source.modules),
+        "forward_kwargs": options.forward_kwargs,
     }
     reference = str(workdir / "reference.pt")
     job_a = dict(base, role="original", out=str(workdir / "original.pt"), reference_out=reference)

@@ -193,7 +193,22 @@ def _build(job: dict) -> tuple[Any, Any]:
         before = [type(m) for m in model.modules()]
         model = convert(model)
         job["converted"] = dict(Counter(type(m).__name__ for m, old in zip(model.modules(), before) if type(m) is not old))
-    return module, model
+    return module, with_forward_kwargs(model, job.get("forward_kwargs") or {})
+
+
+def with_forward_kwargs(model: Any, kwargs: dict) -> Any:
+    """`model` whose forward gets `kwargs` on every call (--forward-kwargs: a flag such as
+    facexlib MODNet's `inference`), as a subclass of its own class: parameter names, deep copies
+    and tracing see the same model."""
+    if not kwargs:
+        return model
+    cls = type(model)
+
+    def forward(self, *args, **given):
+        return cls.forward(self, *args, **{**kwargs, **given})
+
+    model.__class__ = type(cls.__name__, (cls,), {"forward": forward, "__module__": cls.__module__})
+    return model
 
 
 def _flat_outputs(out: Any) -> dict[str, Any]:
@@ -268,7 +283,9 @@ def _forward_backward(model: Any, inputs: list, weights: dict | None, seed: int)
     except WorkerError:
         raise
     except Exception as exc:
-        raise WorkerError("forward", f"forward failed: {type(exc).__name__}: {exc}") from exc
+        hint = ("; pass it with --forward-kwargs JSON" if isinstance(exc, TypeError) and "forward()" in str(exc)
+                and "required" in str(exc) else "")
+        raise WorkerError("forward", f"forward failed: {type(exc).__name__}: {exc}{hint}") from exc
     if weights is None:
         gen = torch.Generator().manual_seed(seed + 3)
         weights = {k: torch.randn(v.shape, dtype=v.dtype, generator=gen) for k, v in outputs.items()}
