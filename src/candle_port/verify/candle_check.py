@@ -42,11 +42,18 @@ def _build(job: dict):
     return model, inputs
 
 
-def _job(options: Any) -> dict:
+def _target(options: Any) -> tuple[Any, Any]:
+    """(MODEL's spec, the source root): what the job imports, and the tree a driver imports and
+    the rewritten copy is made from."""
     from .spec import resolve_source_root
 
     spec = parse_model_spec(options.model, options.cwd)
-    roots = sorted(resolve_source_root(spec, options.source_root).modules)
+    return spec, resolve_source_root(spec, options.source_root)
+
+
+def _job(options: Any, target: tuple[Any, Any] | None = None) -> dict:
+    spec, source = target or _target(options)
+    roots = sorted(source.modules)
     return {"module": spec.module, "attr": spec.attr, "import_root": str(spec.import_root),
             "init_kwargs": options.init_kwargs, "input_shapes": [list(s) for s in options.input_shapes],
             "dtype": options.dtype, "seed": options.seed, "train": options.train,
@@ -92,11 +99,9 @@ def _check_converted(job: dict) -> dict:
         return dict(_check(convert(model), inputs, job), changed=True, label="converted model (runtime.convert)")
 
 
-def _check_rewritten(options: Any, job: dict) -> dict:
-    from .spec import resolve_source_root
+def _check_rewritten(options: Any, job: dict, source: Any) -> dict:
     from .workspace import make_rewritten_copy
 
-    source = resolve_source_root(parse_model_spec(options.model, options.cwd), options.source_root)
     with tempfile.TemporaryDirectory(prefix="candle-port-candle-") as tmp:
         rewritten = make_rewritten_copy(source, Path(tmp) / "rewritten", options.strategy)
         if not rewritten.changed:
@@ -134,7 +139,8 @@ def candle_check(options: Any) -> dict:
     before) and the rewritten copy's (``rewritten``). ``ok`` when port mode passes on both; ``ok``
     false with ``error`` when candle could not be run at all (no cargo, build failure,
     untraceable model)."""
-    job = _job(options)
+    target = _target(options)  # resolved once: the job's package roots and the rewritten copy's tree
+    job = _job(options, target)
 
     def original() -> dict:
         model, inputs = _build(job)
@@ -143,7 +149,7 @@ def candle_check(options: Any) -> dict:
     result = _guarded(original, job["train"])
     if "port" not in result:
         return result
-    rewritten = _check_converted if options.strategy == "convert" else (lambda job: _check_rewritten(options, job))
+    rewritten = _check_converted if options.strategy == "convert" else (lambda job: _check_rewritten(options, job, target[1]))
     result["rewritten"] = _guarded(lambda: rewritten(job), job["train"])
     result["original_ok"] = result["ok"]
     result["ok"] = bool(result["ok"] and result["rewritten"].get("ok", False))

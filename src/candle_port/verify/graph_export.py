@@ -47,6 +47,7 @@ import math
 import os
 import re
 from dataclasses import dataclass
+from functools import lru_cache
 from pathlib import Path
 from typing import Any, Sequence
 
@@ -73,11 +74,28 @@ def parse_stack(stack_trace: str | None) -> list[Frame]:
     return [Frame(m["file"], int(m["line"]), m["func"], m["code"].strip()) for m in _FRAME.finditer(stack_trace)]
 
 
-def _is_library(path: str) -> bool:
+@lru_cache(maxsize=1)
+def _library_dirs() -> tuple[str, ...]:
+    """torch's and candle-port's own package directories."""
     import torch
 
-    root = str(Path(torch.__file__).parent)
-    return path.startswith(root) or f"{os.sep}candle_port{os.sep}" in path
+    import candle_port
+
+    return (str(Path(torch.__file__).parent) + os.sep, str(Path(candle_port.__file__).parent) + os.sep)
+
+
+def _is_library(path: str) -> bool:
+    """Code that is not the user's: torch's and candle-port's (the runtime, the tracing call), the
+    standard library's (not what is installed beside it) and pseudo-files (`<frozen ...>`)."""
+    if path.startswith("<") or path.startswith(_library_dirs()):
+        return True
+    stdlib = os.path.dirname(os.__file__) + os.sep
+    return path.startswith(stdlib) and "site-packages" not in path and "dist-packages" not in path
+
+
+def frames_of(summaries: Any) -> list[Frame]:
+    """Frames of a traceback's or a stack's `FrameSummary` list (traceback.extract_tb/extract_stack)."""
+    return [Frame(f.filename, f.lineno or 0, f.name, (f.line or "").strip()) for f in summaries]
 
 
 def user_frame(frames: list[Frame]) -> Frame | None:
@@ -220,8 +238,7 @@ def _gradients_off_spy():
             if func is torch._C._set_grad_enabled and args and args[0] is False:
                 import traceback
 
-                frames = [Frame(f.filename, f.lineno or 0, f.name, f.line or "") for f in traceback.extract_stack()]
-                frame = user_frame(frames)
+                frame = user_frame(frames_of(traceback.extract_stack()))
                 where = frame.where() if frame else "?"
                 if where not in self.where:
                     self.where.append(where)

@@ -75,21 +75,14 @@ def _value_branch(exc: BaseException) -> str:
 
 
 def model_line(exc: BaseException) -> str:
-    """`file:line (code)` of the innermost frame of `exc` outside torch, candle-port and the
-    standard library: the model's own line that a tracer stopped at ("" when there is none)."""
-    import os
+    """`file:line (code)` of the innermost frame of `exc` in the user's code (graph_export's
+    user_frame: not torch's, candle-port's or the standard library's): the model's own line that a
+    tracer stopped at ("" when there is none)."""
     import traceback
 
-    import torch
+    from .graph_export import frames_of, user_frame
 
-    skip = (os.path.dirname(torch.__file__) + os.sep, os.path.dirname(os.path.dirname(__file__)) + os.sep)
-    stdlib = os.path.dirname(os.__file__) + os.sep
-    found = ""
-    for frame in traceback.extract_tb(exc.__traceback__):
-        name = frame.filename
-        installed = "site-packages" in name or "dist-packages" in name
-        if name.startswith(skip) or name.startswith("<") or (name.startswith(stdlib) and not installed):
-            continue
-        code = f" (`{frame.line.strip()}`)" if frame.line else ""
-        found = f"{name}:{frame.lineno}{code}"
-    return found
+    frame = user_frame(frames_of(traceback.extract_tb(exc.__traceback__)))
+    if frame is None:
+        return ""
+    return frame.where() + (f" (`{frame.code}`)" if frame.code else "")
