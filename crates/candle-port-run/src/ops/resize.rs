@@ -65,23 +65,32 @@ fn grid_sampler(a: &Args, mode: OpsMode) -> Result<Tensor> {
     grid_sample(&x, &grid, &options)
 }
 
-fn pair(v: &[i64], default: &[i64]) -> Result<Vec<usize>> {
-    let v = if v.is_empty() { default } else { v };
-    let v = usizes(v)?;
-    Ok(if v.len() == 1 { vec![v[0], v[0]] } else { v })
+/// One value per spatial dim: `default` when none is given, a single value for all `n` dims, or
+/// exactly `n` values.
+pub(super) fn per_dim(v: &[i64], default: &[i64], n: usize) -> Result<Vec<usize>> {
+    let v = usizes(if v.is_empty() { default } else { v })?;
+    match v.len() {
+        1 => Ok(vec![v[0]; n]),
+        k if k == n => Ok(v),
+        k => bail!("{k} values for {n} spatial dims"),
+    }
 }
 
-fn pool_options(a: &Args, with_dilation: bool) -> Result<Pool> {
-    let kernel = pair(&a.ints_or(1, "kernel_size", &[])?, &[1])?;
-    let stride = pair(
+/// The options of `n`-D max pooling `(self, kernel, stride, padding, dilation, ceil_mode)` or,
+/// without `with_dilation`, average pooling `(self, kernel, stride, padding, ceil_mode,
+/// count_include_pad, divisor_override)`; the stride defaults to the kernel.
+pub(super) fn pool_options(a: &Args, n: usize, with_dilation: bool) -> Result<Pool> {
+    let kernel = per_dim(&a.ints_or(1, "kernel_size", &[])?, &[1], n)?;
+    let stride = per_dim(
         &a.ints_or(2, "stride", &[])?,
         &kernel.iter().map(|&k| k as i64).collect::<Vec<_>>(),
+        n,
     )?;
-    let padding = pair(&a.ints_or(3, "padding", &[0])?, &[0])?;
+    let padding = per_dim(&a.ints_or(3, "padding", &[0])?, &[0], n)?;
     let mut p = Pool::new(&kernel).stride(&stride).padding(&padding);
     if with_dilation {
         p = p
-            .dilation(&pair(&a.ints_or(4, "dilation", &[1])?, &[1])?)
+            .dilation(&per_dim(&a.ints_or(4, "dilation", &[1])?, &[1], n)?)
             .ceil_mode(a.bool_or(5, "ceil_mode", false)?);
     } else {
         p = p
@@ -116,7 +125,7 @@ fn native_pool_gap(p: &Pool, x: &Tensor) -> Option<String> {
 
 fn max_pool(a: &Args, mode: OpsMode, with_indices: bool) -> Result<Value> {
     let x = a.tensor(0, "self")?;
-    let p = pool_options(a, true)?;
+    let p = pool_options(a, 2, true)?;
     let (y, idx) = match mode {
         OpsMode::Port => {
             let (y, i) = candle_port_ops::max_pool2d_with_indices(&x, &p)?;
@@ -142,7 +151,7 @@ fn max_pool(a: &Args, mode: OpsMode, with_indices: bool) -> Result<Value> {
 
 fn avg_pool(a: &Args, mode: OpsMode) -> Result<Tensor> {
     let x = a.tensor(0, "self")?;
-    let p = pool_options(a, false)?;
+    let p = pool_options(a, 2, false)?;
     match mode {
         OpsMode::Port => candle_port_ops::avg_pool2d(&x, &p),
         OpsMode::Native => {
@@ -157,7 +166,7 @@ fn avg_pool(a: &Args, mode: OpsMode) -> Result<Tensor> {
 
 fn adaptive_avg(a: &Args, mode: OpsMode) -> Result<Tensor> {
     let x = a.tensor(0, "self")?;
-    let size = pair(&a.ints_or(1, "output_size", &[1])?, &[1])?;
+    let size = per_dim(&a.ints_or(1, "output_size", &[1])?, &[1], 2)?;
     match mode {
         OpsMode::Port => candle_port_ops::adaptive_avg_pool2d(&x, (size[0], size[1])),
         OpsMode::Native if size == [1, 1] => x.mean_keepdim((2, 3)),

@@ -5,8 +5,9 @@
 //! and `affine_grid_generator`. Native mode is an error naming what candle lacks.
 
 use candle_core::{bail, Result, Tensor};
-use candle_port_ops::{Interpolate, Mode, Pool};
+use candle_port_ops::{Interpolate, Mode};
 
+use super::resize::{per_dim, pool_options};
 use super::OpsMode;
 use crate::value::{usizes, Args, Value};
 
@@ -48,32 +49,32 @@ fn port(name: &str, op: &str, a: &Args) -> Result<Value> {
     match name {
         "max_pool3d_with_indices" => pair(candle_port_ops::max_pool3d_with_indices(
             &a.tensor(0, "self")?,
-            &pool(a, 3, true)?,
+            &pool_options(a, 3, true)?,
         )?),
         "max_pool3d" => tensor(candle_port_ops::max_pool3d(
             &a.tensor(0, "self")?,
-            &pool(a, 3, true)?,
+            &pool_options(a, 3, true)?,
         )?),
         "avg_pool3d" => tensor(candle_port_ops::avg_pool3d(
             &a.tensor(0, "self")?,
-            &pool(a, 3, false)?,
+            &pool_options(a, 3, false)?,
         )?),
         "adaptive_max_pool2d" => {
-            let s = spread(&a.ints_or(1, "output_size", &[1])?, 2)?;
+            let s = per_dim(&a.ints_or(1, "output_size", &[1])?, &[1], 2)?;
             pair(candle_port_ops::adaptive_max_pool2d_with_indices(
                 &a.tensor(0, "self")?,
                 (s[0], s[1]),
             )?)
         }
         "adaptive_max_pool3d" => {
-            let s = spread(&a.ints_or(1, "output_size", &[1])?, 3)?;
+            let s = per_dim(&a.ints_or(1, "output_size", &[1])?, &[1], 3)?;
             pair(candle_port_ops::adaptive_max_pool3d_with_indices(
                 &a.tensor(0, "self")?,
                 (s[0], s[1], s[2]),
             )?)
         }
         "_adaptive_avg_pool3d" | "adaptive_avg_pool3d" => {
-            let s = spread(&a.ints_or(1, "output_size", &[1])?, 3)?;
+            let s = per_dim(&a.ints_or(1, "output_size", &[1])?, &[1], 3)?;
             tensor(candle_port_ops::adaptive_avg_pool3d(
                 &a.tensor(0, "self")?,
                 (s[0], s[1], s[2]),
@@ -89,42 +90,6 @@ fn port(name: &str, op: &str, a: &Args) -> Result<Value> {
         }
         _ => tensor(upsample(name, op, a)?),
     }
-}
-
-/// One value per spatial dim (torch lets a single value stand for all).
-fn spread(v: &[i64], n: usize) -> Result<Vec<usize>> {
-    let v = usizes(v)?;
-    match v.len() {
-        1 => Ok(vec![v[0]; n]),
-        k if k == n => Ok(v),
-        k => bail!("{k} values for {n} spatial dims"),
-    }
-}
-
-/// `max_pool3d_with_indices(self, kernel, stride, padding, dilation, ceil_mode)` and
-/// `avg_pool3d(self, kernel, stride, padding, ceil_mode, count_include_pad, divisor_override)`.
-fn pool(a: &Args, n: usize, max: bool) -> Result<Pool> {
-    let kernel = spread(&a.ints_or(1, "kernel_size", &[1])?, n)?;
-    let stride = a.ints_or(2, "stride", &[])?;
-    let stride = if stride.is_empty() {
-        kernel.clone()
-    } else {
-        spread(&stride, n)?
-    };
-    let padding = spread(&a.ints_or(3, "padding", &[0])?, n)?;
-    let p = Pool::new(&kernel).stride(&stride).padding(&padding);
-    if max {
-        return Ok(p
-            .dilation(&spread(&a.ints_or(4, "dilation", &[1])?, n)?)
-            .ceil_mode(a.bool_or(5, "ceil_mode", false)?));
-    }
-    let p = p
-        .ceil_mode(a.bool_or(4, "ceil_mode", false)?)
-        .count_include_pad(a.bool_or(5, "count_include_pad", true)?);
-    Ok(match a.opt_float(6, "divisor_override")? {
-        Some(d) => p.divisor_override(d as usize),
-        None => p,
-    })
 }
 
 /// The other interpolate modes: `(self, output_size, [align_corners,] scales...)`, or the `.vec`
