@@ -174,6 +174,27 @@ fn adaptive_avg(a: &Args, mode: OpsMode) -> Result<Tensor> {
     }
 }
 
+/// The scales of an `upsample_*` node: the `.vec` overload's `scale_factors` list, else one
+/// `scales_*` argument per spatial dim from position `at`; `None` when not given.
+pub(super) fn upsample_scales(a: &Args, op: &str, at: usize, n: usize) -> Result<Option<Vec<f64>>> {
+    if op.ends_with(".vec") {
+        return Ok(a
+            .get(at, "scale_factors")
+            .and_then(|j| j.as_array())
+            .map(|v| v.iter().filter_map(|s| s.as_f64()).collect()));
+    }
+    let names: &[&str] = match n {
+        1 => &["scales"],
+        2 => &["scales_h", "scales_w"],
+        _ => &["scales_d", "scales_h", "scales_w"],
+    };
+    names
+        .iter()
+        .enumerate()
+        .map(|(i, name)| a.opt_float(at + i, name))
+        .collect()
+}
+
 fn upsample(name: &str, op: &str, a: &Args, mode: OpsMode) -> Result<Tensor> {
     let x = a.tensor(0, "self")?;
     let bilinear = name == "upsample_bilinear2d";
@@ -183,19 +204,7 @@ fn upsample(name: &str, op: &str, a: &Args, mode: OpsMode) -> Result<Tensor> {
         (2, false)
     };
     let size = a.opt_ints(1, "output_size")?;
-    let scales: Option<Vec<f64>> = if op.ends_with(".vec") {
-        a.get(scales_at, "scale_factors")
-            .and_then(|j| j.as_array())
-            .map(|v| v.iter().filter_map(|s| s.as_f64()).collect())
-    } else {
-        match (
-            a.opt_float(scales_at, "scales_h")?,
-            a.opt_float(scales_at + 1, "scales_w")?,
-        ) {
-            (Some(h), Some(w)) => Some(vec![h, w]),
-            _ => None,
-        }
-    };
+    let scales = upsample_scales(a, op, scales_at, 2)?;
     let dims = x.dims();
     let (h, w) = (dims[dims.len() - 2], dims[dims.len() - 1]);
     let out = match (&size, &scales) {

@@ -7,7 +7,7 @@
 use candle_core::{bail, Result, Tensor};
 use candle_port_ops::{Interpolate, Mode};
 
-use super::resize::{per_dim, pool_options};
+use super::resize::{per_dim, pool_options, upsample_scales};
 use super::OpsMode;
 use crate::value::{usizes, Args, Value};
 
@@ -113,15 +113,7 @@ fn upsample(name: &str, op: &str, a: &Args) -> Result<Tensor> {
         false
     };
     let scales_at = if aligned { 3 } else { 2 };
-    let scales: Option<Vec<f64>> = if op.ends_with(".vec") {
-        a.get(scales_at, "scale_factors")
-            .and_then(|j| j.as_array())
-            .map(|v| v.iter().filter_map(|s| s.as_f64()).collect())
-    } else {
-        (0..n)
-            .map(|i| a.opt_float(scales_at + i, "scales"))
-            .collect::<Result<Option<Vec<f64>>>>()?
-    };
+    let scales = upsample_scales(a, op, scales_at, n)?;
     let opts = match (a.opt_ints(1, "output_size")?, scales) {
         (_, Some(s)) if s.len() == n => Interpolate::scale(&s, mode),
         (Some(size), _) if size.len() == n => Interpolate::size(&usizes(&size)?, mode),
