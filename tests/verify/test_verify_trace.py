@@ -232,7 +232,7 @@ def test_map_location_points_into_the_users_tree(tmp_path):
 def test_candle_results_of_the_rewritten_copy_point_into_the_users_tree(tmp_path):
     """verify --candle runs the rewritten copy in a temporary directory that is gone when the
     report is printed: every op location is mapped back to the user's file and line."""
-    from candle_port.verify.candle_check import _map_locations
+    from candle_port.verify.lines import map_result_locations
 
     (tmp_path / "orig").mkdir()
     (tmp_path / "copy").mkdir()
@@ -240,7 +240,7 @@ def test_candle_results_of_the_rewritten_copy_point_into_the_users_tree(tmp_path
     (tmp_path / "copy" / "m.py").write_text("import x\na\nb\nc\n")
     result = {"port": {"failing_ops": [{"op": "aten.cumsum.default", "location": f"{tmp_path}/copy/m.py:4"}]},
               "suspects": [{"location": f"{tmp_path}/copy/m.py:2", "code": "a"}], "note": f"{tmp_path}/copy/m.py:3"}
-    _map_locations(result, tmp_path / "copy", tmp_path / "orig")
+    map_result_locations(result, tmp_path / "copy", tmp_path / "orig")
     assert result["port"]["failing_ops"][0]["location"] == f"{tmp_path}/orig/m.py:3"
     assert result["suspects"][0]["location"] == f"{tmp_path}/orig/m.py:1"
     assert result["note"] == f"{tmp_path}/copy/m.py:3"  # only locations

@@ -100,6 +100,7 @@ def _check_converted(job: dict) -> dict:
 
 
 def _check_rewritten(options: Any, job: dict, source: Any) -> dict:
+    from .lines import map_result_locations
     from .workspace import make_rewritten_copy
 
     with tempfile.TemporaryDirectory(prefix="candle-port-candle-") as tmp:
@@ -115,23 +116,8 @@ def _check_rewritten(options: Any, job: dict, source: Any) -> dict:
             return {"ok": False, "error": f"the rewritten copy could not be run in candle: {tail}"}
         result = json.loads(done.stdout)
         # While the copy exists: its lines, mapped back to the user's files (as verify's graphs).
-        _map_locations(result, rewritten.root / source.path.name, source.path)
+        map_result_locations(result, rewritten.root / source.path.name, source.path)
     return dict(result, changed=True)
-
-
-def _map_locations(value: Any, copy_root: Path, original_root: Path) -> None:
-    """Every ``location`` in a candle result, from the rewritten copy to the user's file and line."""
-    from .lines import map_location
-
-    if isinstance(value, dict):
-        for key, item in value.items():
-            if key == "location" and isinstance(item, str):
-                value[key] = map_location(item, copy_root, original_root)
-            else:
-                _map_locations(item, copy_root, original_root)
-    elif isinstance(value, list):
-        for item in value:
-            _map_locations(item, copy_root, original_root)
 
 
 def candle_check(options: Any) -> dict:

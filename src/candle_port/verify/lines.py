@@ -70,3 +70,17 @@ def map_graph_locations(graph: dict[str, Any] | None, copy_root: Path, original_
     for key in ("lacking", "wrong"):
         for row in graph.get(key, []):
             row["where"] = map_location(row["where"], copy_root, original_root)
+
+
+def map_result_locations(value: Any, copy_root: Path, original_root: Path) -> None:
+    """Every ``location`` in a candle result (verify --candle's run of the rewritten copy), from
+    the copy to the user's file and line, in place."""
+    if isinstance(value, dict):
+        for key, item in value.items():
+            if key == "location" and isinstance(item, str):
+                value[key] = map_location(item, copy_root, original_root)
+            else:
+                map_result_locations(item, copy_root, original_root)
+    elif isinstance(value, list):
+        for item in value:
+            map_result_locations(item, copy_root, original_root)
