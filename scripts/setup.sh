@@ -14,4 +14,7 @@ torch_pin=${CANDLE_PORT_TORCH:-torch==2.14.1 torchvision==0.29.1}
 # shellcheck disable=SC2086  # the pin is a list of requirements
 "$venv/bin/python" -m pip install --quiet $torch_pin
 "$venv/bin/python" -m pip install --quiet -e ".[test]"
+# A real 3-D model for tests/verify/test_verify_nnunet.py: nnU-Net's U-Nets need only torch and
+# numpy, so its declared dependencies (timm, einops) are not installed.
+"$venv/bin/python" -m pip install --quiet --no-deps dynamic-network-architectures==0.4.4
 echo "candle-port installed in $venv"

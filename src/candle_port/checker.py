@@ -114,7 +114,7 @@ def findings_for_scan(scan: Scan, text: str, path: str, config: Config) -> list[
                 if is_suppressed(rule.code, lines, suppressed):
                     continue
                 severity, message = hit.severity or rule.default_severity, hit.message
-                if site.kind == "chosen":
+                if site.kind == "chosen" or (site.kind == "value" and site.chosen_from):
                     severity = Severity.WARNING  # only one of the layers runs
                 if site.no_grad and hit.backward_only:
                     severity = Severity.WARNING

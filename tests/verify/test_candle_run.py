@@ -8,7 +8,6 @@ Without cargo these skip, except where CANDLE_PORT_REQUIRE_CARGO is set (CI): th
 from __future__ import annotations
 
 import os
-import shutil
 import sys
 from pathlib import Path
 
@@ -19,23 +18,10 @@ from torch import nn  # noqa: E402
 import torch.nn.functional as F  # noqa: E402
 
 from candle_port import runtime  # noqa: E402
-from candle_port.verify.candle_run import CandleRunError, check_in_candle, find_binary, summary_lines  # noqa: E402
+from candle_port.verify.candle_run import check_in_candle, summary_lines  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
 pytestmark = pytest.mark.slow
-
-
-@pytest.fixture(scope="module")
-def binary() -> Path:
-    if not (shutil.which("cargo") or os.environ.get("CANDLE_PORT_RUN")):
-        reason = "cargo not found: the candle side needs Rust (https://rustup.rs)"
-        if os.environ.get("CANDLE_PORT_REQUIRE_CARGO"):
-            pytest.fail(f"{reason}, and CANDLE_PORT_REQUIRE_CARGO is set")
-        pytest.skip(reason)
-    try:
-        return find_binary(profile="dev")  # what `cargo test` built: no release build in CI
-    except CandleRunError as exc:
-        pytest.fail(str(exc))
 
 
 class Fn(nn.Module):

@@ -11,6 +11,7 @@ from __future__ import annotations
 import ast
 
 from candle_port.analysis.apis import APIS_BY_QUALIFIED_NAME, PARTIAL_QUALIFIED_NAMES, Api
+from candle_port.analysis.class_values import class_values, may_pass_classes, unsupported_whatever_its_arguments
 from candle_port.analysis.grad_mode import no_grad_reason
 from candle_port.analysis.names import ClassInfo, Collection, Import, Param, Resolver, Scope, ScopeBuilder, all_params, dotted_name
 from candle_port.analysis.values import Source, Value, code_of, evaluate, omitted, partial_literals
@@ -32,7 +33,9 @@ class Site:
     subclass), "chosen" (a layer class indexed out of a literal collection at run time:
     `POOLS[dim - 1](...)`), "picked" (the same with a literal index: decided), "wrapper" (a call
     of a project function or class that passes one of its parameters through to the API's mode:
-    `resize(x, mode='bilinear')`). `no_grad`: `with torch.no_grad()` / `@torch.inference_mode()`
+    `resize(x, mode='bilinear')`), "value" (a layer class candle cannot run whatever its arguments,
+escaping as a value: `return nn.Conv3d`, `conv_op=nn.Conv3d`; class_values.py; `used_as` says
+how, and `chosen_from` the subscript when picked out of a literal at run time). `no_grad`: `with torch.no_grad()` / `@torch.inference_mode()`
     when the call runs with gradients off (grad_mode.py). `chosen_from`: `POOLS[dim - 1]`, for
     kinds "chosen" and "picked". `lookup` decides names from the project index (values.Lookup).
     For kind "wrapper": `wrapper`, the wrapper's qualified name, and `wrapper_default`, the mode
@@ -56,6 +59,7 @@ class Site:
         "wrapper",
         "wrapper_default",
         "subclass_name",
+        "used_as",
     )
 
     def __init__(
@@ -77,6 +81,7 @@ class Site:
         wrapper: str = "",
         wrapper_default: tuple | None = None,
         subclass_name: str = "",
+        used_as: str = "",
     ) -> None:
         self.call = call
         self.api = api
@@ -95,6 +100,7 @@ class Site:
         self.wrapper = wrapper
         self.wrapper_default = wrapper_default
         self.subclass_name = subclass_name
+        self.used_as = used_as
 
     def replace(self, **changes) -> "Site":
         """A copy of this site with `changes` (port-fix moves a site onto its rewritten call)."""
@@ -220,6 +226,8 @@ def scan_module(tree: ast.Module, text: str = "", index=None, package: str = "",
         sites.extend(found)
     summary = summarize(module, path, builder, resolver, sites)
     sites.extend(_subclass_definition_sites(builder, resolver, sites))
+    if not text or may_pass_classes(text):
+        sites.extend(_class_value_sites(tree, builder, resolver, source, sites))
     local = holder[0] = (index or ProjectIndex([])).overlay(summary)
     resolver.forget()  # names resolved through the index may read this module's summary now
     if local.wrappers:
@@ -247,11 +255,6 @@ def _class_bases(info: ClassInfo, resolver: Resolver, depth: int) -> set[str]:
     return out
 
 
-def _unsupported_whatever_its_arguments(api: Api) -> bool:
-    """3-D convolution and pooling (no candle op) and ConvTranspose1d (no candle backward)."""
-    return api.family == "volumetric" or (api.family == "conv_transpose" and "1d" in api.name)
-
-
 def _subclass_definition_sites(builder, resolver: Resolver, sites: list[Site]) -> list[Site]:
     """A site at the base of each local class that subclasses a layer candle cannot run or train
     whatever its arguments, where this module constructs no instance of it by name: a class
@@ -267,7 +270,7 @@ def _subclass_definition_sites(builder, resolver: Resolver, sites: list[Site]) -
             if _subclass_of(base, info.scope, resolver) is not None:
                 continue  # a local class: its own site covers it
             api_found = _api_of(base, info.scope, resolver)
-            if api_found is None or not api_found[1].is_module or not _unsupported_whatever_its_arguments(api_found[1]):
+            if api_found is None or not api_found[1].is_module or not unsupported_whatever_its_arguments(api_found[1]):
                 continue
             call = ast.copy_location(ast.Call(func=base, args=[], keywords=[]), base)
             call.end_lineno, call.end_col_offset = base.end_lineno, base.end_col_offset
@@ -275,6 +278,22 @@ def _subclass_definition_sites(builder, resolver: Resolver, sites: list[Site]) -
             site.subclass_name = info.node.name
             found.append(site)
             break
+    return found
+
+
+def _class_value_sites(tree: ast.Module, builder, resolver: Resolver, source: Source, sites: list[Site]) -> list[Site]:
+    """A site of kind "value" where a layer class candle cannot run escapes as a value
+    (class_values.py), each a call-less site at the reference, which port-fix swaps."""
+    skip = {id(site.call.args[0]) for site in sites if site.kind == "partial" and site.call.args}
+    found: list[Site] = []
+    for reference, name, api in class_values(tree, builder, resolver, source, skip):
+        node = reference.node
+        call = ast.copy_location(ast.Call(func=node, args=[], keywords=[]), node)
+        call.end_lineno, call.end_col_offset = node.end_lineno, node.end_col_offset
+        site = Site(call, api, name, "value", reference.scope, resolver, used_as=reference.used_as)
+        if reference.picked_from is not None:
+            site.chosen_from = code_of(reference.picked_from, source).strip()
+        found.append(site)
     return found
 
 

@@ -177,22 +177,29 @@ def _subclass_base(site: Site) -> tuple[ast.ClassDef, int] | None:
 
 
 class _CstNodes:
-    """The libcst node at each ast site: calls by their callee's span, classes by name and line.
+    """The libcst node at each ast site: calls by their callee's span, classes by name and line,
+    and a class passed as a value (site kind "value") by its own span.
 
     One analysis: the sites are the ast ones port-check reports; libcst only locates them to rewrite.
     """
 
-    def __init__(self, module: cst.Module, text: str) -> None:
+    def __init__(self, module: cst.Module, text: str, value_calls=()) -> None:
         from libcst.metadata import MetadataWrapper, PositionProvider
 
         from candle_port.analysis.values import Source
 
         self.source = Source(text)
+        value_spans = frozenset(self._key(call.func) for call in value_calls)
         wrapper = MetadataWrapper(module, unsafe_skip_copy=True)
         positions = wrapper.resolve(PositionProvider)
         self.calls: dict[tuple, cst.Call] = {}
         self.classes: dict[tuple, cst.ClassDef] = {}
+        self.values: dict[tuple, cst.BaseExpression] = {}
         for node, where in positions.items():
+            if value_spans and isinstance(node, (cst.Name, cst.Attribute)):
+                span = (where.start.line, where.start.column, where.end.line, where.end.column)
+                if span in value_spans:
+                    self.values[span] = node
             if isinstance(node, cst.Call):
                 func = positions[node.func]
                 self.calls[(func.start.line, func.start.column, func.end.line, func.end.column)] = node
@@ -210,6 +217,9 @@ class _CstNodes:
 
     def call(self, call: ast.Call) -> cst.Call | None:
         return self.calls.get(self._key(call.func))
+
+    def value(self, call: ast.Call) -> cst.BaseExpression | None:
+        return self.values.get(self._key(call.func))
 
     def classdef(self, node: ast.ClassDef) -> cst.ClassDef | None:
         return self.classes.get((node.name, node.lineno))
@@ -251,11 +261,17 @@ def _rewrite(module: cst.Module, tree: ast.Module, text: str, planned, strategy:
         if spliced is not None:
             result.import_added = import_line
             return spliced
-    nodes = _CstNodes(module, text)
+    nodes = _CstNodes(module, text, [site.call for site, _ in planned if site.kind == "value"])
     calls: dict[int, Site] = {}
+    values: dict[int, cst.BaseExpression] = {}
     bases: dict[int, tuple[cst.ClassDef, dict[int, cst.BaseExpression]]] = {}
     for site, _ in planned:
-        if site.kind == "subclass":
+        if site.kind == "value":
+            reference = nodes.value(site.call)
+            if reference is None:
+                raise _Unlocated(f"class reference at line {site.call.lineno}")
+            values[id(reference)] = strategies.callee(alias, chosen.replacement_name(site))
+        elif site.kind == "subclass":
             found = _subclass_base(site)
             assert found is not None
             node, index = found
@@ -269,7 +285,7 @@ def _rewrite(module: cst.Module, tree: ast.Module, text: str, planned, strategy:
             if call is None:
                 raise _Unlocated(f"call at line {site.call.lineno}")
             calls[id(call)] = _cst_site(site, call)
-    transformer = _Transformer(calls, bases, chosen, alias)
+    transformer = _Transformer(calls, bases, chosen, alias, values)
     new_module = module.visit(transformer)
     if target is not None and transformer.used_target and imports.existing_alias(module, target.module) is None:
         new_module = imports.add_import(new_module, target.module, alias)
@@ -282,12 +298,19 @@ class _Unlocated(Exception):
 
 
 class _Transformer(cst.CSTTransformer):
-    def __init__(self, calls: dict[int, Site], bases, strategy: strategies.Strategy, alias: str | None) -> None:
+    def __init__(self, calls: dict[int, Site], bases, strategy: strategies.Strategy, alias: str | None, values=None) -> None:
         self.calls = calls
         self.bases = bases
         self.strategy = strategy
         self.alias = alias
-        self.used_target = bool(bases)
+        self.values = values or {}  # id of a class reference passed as a value -> its replacement
+        self.used_target = bool(bases) or bool(self.values)
+
+    def leave_Attribute(self, original_node: cst.Attribute, updated_node: cst.Attribute) -> cst.BaseExpression:
+        return self.values.get(id(original_node), updated_node)
+
+    def leave_Name(self, original_node: cst.Name, updated_node: cst.Name) -> cst.BaseExpression:
+        return self.values.get(id(original_node), updated_node)
 
     def leave_Call(self, original_node: cst.Call, updated_node: cst.Call) -> cst.BaseExpression:
         site = self.calls.get(id(original_node))

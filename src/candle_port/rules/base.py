@@ -80,4 +80,6 @@ def describe_call(site: Site) -> str:
         shown = f"nn.{site.api.name}"
     if site.kind == "wrapper":
         return f"{site.wrapper.rsplit('.', 1)[-1]} -> {shown}"
+    if site.kind == "value":
+        return f"{shown} ({site.used_as}; its layers are built elsewhere)"
     return prefix + shown

@@ -50,6 +50,8 @@ class ConvTranspose(Rule):
         "import torch.nn.functional as F\ny = F.conv_transpose2d(x, w, None, 2, 1, 1, 1)\n",
         "from torch import nn\nm = nn.ConvTranspose2d(c, c, 4, 2, 1, groups=1)\n",
         "from torch import nn\nm = nn.Conv1d(8, 8, 3)\n",
+        # a 2-D class handed on: groups and output_padding, given where it is built, decide
+        "from torch import nn\ndef up_for(dim):\n    return nn.ConvTranspose2d\n",
     )
     INVALID = (
         "from torch import nn\nm = nn.ConvTranspose1d(8, 8, 4, stride=2)\n",
@@ -60,6 +62,8 @@ class ConvTranspose(Rule):
         "from torch.nn import ConvTranspose2d as Up\nm = Up(8, 8, 3, stride=2, output_padding=(2, 0))\n",
         "from torch import nn\nm = nn.ConvTranspose2d(c, c, 4, 2, 1, groups=g)\n",
         "import math\nfrom torch import nn\nm = nn.ConvTranspose2d(c1, c2, 4, 2, 1, groups=math.gcd(c1, c2))\n",
+        # 1-D whatever its arguments: the class handed on from a layer factory is the site
+        "from torch import nn\ndef up_for(dim):\n    return nn.ConvTranspose1d if dim == 1 else nn.ConvTranspose2d\n",
     )
 
     def check(self, site: Site):

@@ -29,6 +29,9 @@ class Volumetric(Rule):
         "from torch import nn\nm = nn.BatchNorm3d(8)\n",
         "def conv3d(x): return x\ny = conv3d(x)\n",
         "import torch.nn.functional as F\ny = F.max_pool2d(x, 2)\n",
+        # a 3-D class used as a type, not built: isinstance, a tuple of types, a comparison, an annotation
+        "from torch import nn\ndef is_3d(m) -> nn.Conv3d:\n    return isinstance(m, (nn.Conv3d, nn.MaxPool3d)) or type(m) is nn.AvgPool3d\n",
+        "from torch import nn\nTYPES = (nn.Conv3d, nn.ConvTranspose3d)\nREGISTRY = {nn.Conv3d: 'conv'}\n",
     )
     INVALID = (
         "from torch import nn\nm = nn.Conv3d(8, 8, 3)\n",
@@ -38,6 +41,11 @@ class Volumetric(Rule):
         "import torch.nn.functional as F\ny = F.adaptive_avg_pool3d(x, 1)\n",
         "import torch\ny = torch.conv3d(x, w)\n",
         "from torch.nn import MaxPool3d as Pool\nm = Pool(2)\n",
+        # a layer factory: the class escapes as a value and its layers are built elsewhere (nnU-Net)
+        "from torch import nn\ndef conv_for(dim):\n    return nn.Conv2d if dim == 2 else nn.Conv3d\n",
+        "from torch import nn\nclass Block(nn.Module):\n    def __init__(self, conv_op=nn.Conv3d):\n        super().__init__()\n",
+        "from torch import nn\nnet = make_unet(conv_op=nn.Conv3d)\n",
+        "from torch import nn\nCONFIG = {'conv_op': nn.Conv3d}\n",
     )
 
     def check(self, site: Site):

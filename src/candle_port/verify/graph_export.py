@@ -42,6 +42,8 @@ A node whose op returns a tuple is read through the following ``getitem`` nodes
 
 from __future__ import annotations
 
+import contextlib
+
 import json
 import math
 import os
@@ -212,11 +214,33 @@ def trace_for_candle(model: Any, inputs: Sequence[Any]):
     from torch._decomp import get_decompositions
 
     table = get_decompositions([torch.ops.aten._scaled_dot_product_flash_attention_for_cpu])
-    with _gradients_off_spy() as spy:
+    with _gradients_off_spy() as spy, _kept_tensors(model):
         gm = make_fx(functionalize(forward, remove="mutations"), decomposition_table=table,
                      record_stack_traces=True)(params, buffers, *inputs)
     gm.meta["gradients_off"] = spy.where
     return gm, list(params), list(buffers)
+
+
+@contextlib.contextmanager
+def _kept_tensors(model: Any):
+    """Put every parameter and buffer object back after tracing, under each name it has.
+
+    functional_call restores a module reached by two attribute paths (nnU-Net's blocks keep
+    `self.conv` and the same module inside `self.all_modules`) under one of them only; under
+    make_fx and functionalize the other keeps the traced stand-in, a tensor whose storage is gone
+    (safetensors then fails on "an invalid python storage"), and the model's own parameters were
+    no longer its parameters."""
+    kept = [
+        (module, table, name, tensor)
+        for module in model.modules()
+        for table in (module._parameters, module._buffers)
+        for name, tensor in table.items()
+    ]
+    try:
+        yield
+    finally:
+        for module, table, name, tensor in kept:
+            table[name] = tensor
 
 
 def _gradients_off_spy():
