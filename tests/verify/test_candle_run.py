@@ -216,6 +216,44 @@ def test_unet_native_names_bilinear_backward_and_port_passes(binary):
     assert {r["name"] for r in port["tensors"] if r["kind"] == "grad"} == {n for n, _ in model.named_parameters()}
 
 
+def test_dropout_in_training_is_named_random_with_what_to_do(binary):
+    """nn.Dropout in training traces to `empty` -> `expand` -> `bernoulli`: the draw is named, with
+    `--eval` (pytorchvideo's ResNet head), not its `expand` failing on the empty tensor."""
+    model = nn.Sequential(nn.Conv2d(3, 4, 3), nn.Dropout(0.5)).double().train()
+    result = check_in_candle(model, [torch.randn(X4, dtype=torch.float64)], binary=binary)
+    failing = [op for op in result["port"]["failing_ops"] if op["status"] == "error"]
+    assert [op["op"] for op in failing] == ["aten.bernoulli.p"]
+    assert "is random" in failing[0]["message"] and "--eval" in failing[0]["message"]
+
+
+class _ZeroInitResidual(nn.Module):
+    """A residual block whose final BatchNorm starts at zero (pytorchvideo's and timm's ResNets):
+    the fusing ReLU sees the exact zeros the first ReLU made, where candle's relu'(0) is 1."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.conv_a, self.conv_b = nn.Conv2d(3, 4, 3, padding=1), nn.Conv2d(4, 4, 3, padding=1)
+        self.norm_c = nn.BatchNorm2d(4)
+        nn.init.zeros_(self.norm_c.weight)
+
+    def forward(self, x):
+        z = torch.relu(self.conv_a(x))
+        return torch.relu(z + self.norm_c(self.conv_b(z)))
+
+
+def test_native_differing_from_port_names_the_ops_the_modes_run_differently(binary):
+    """Native candle runs, its gradients differ, no op is measured wrong, port mode equals torch:
+    the cause is an op the modes run differently, and the report names relu with its note."""
+    torch.manual_seed(0)
+    result = check_in_candle(_ZeroInitResidual().double().eval(), [torch.randn(X4, dtype=torch.float64)], binary=binary)
+    native = result["native"]
+    assert result["port"]["ok"] and native["ran"] and not native["equal_to_torch"]
+    assert [s["op"] for s in native["suspects"]] == ["aten.relu.default"]
+    assert "relu'(0) is 1" in native["suspects"][0]["measured"] and len(native["suspects"][0]["locations"]) == 2
+    assert any("relu.default: suspect: native and port mode run only these ops differently" in line
+               for line in summary_lines(result))
+
+
 def test_a_random_draw_is_named_with_what_to_do(binary):
     """Drop path (transformers' GLPN, timm): `torch.rand` in training mode; candle cannot repeat
     torch's draw, and the failing op says to verify in eval mode."""

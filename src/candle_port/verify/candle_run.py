@@ -229,6 +229,45 @@ def wrong_gradient_suspects(export_dir: Path, mode: str) -> list[dict]:
     return suspects
 
 
+def mode_difference_suspects(graph: dict) -> list[dict]:
+    """When native candle runs with gradients off torch's and port mode equals torch, the cause is
+    an op the two modes run differently (PORT_TWINS, MODE_DIFFERS): those in the graph, one entry
+    per op with its locations and the op table's note (candle's relu'(0) is 1: a zero-initialised
+    final BatchNorm in a residual block, as pytorchvideo's and timm's ResNets have, feeds a ReLU
+    exact zeros from the previous ReLU)."""
+    from .optable import load_table, normalize
+
+    found: dict[str, dict] = {}
+    for node in graph["nodes"]:
+        name = normalize(node["op"]) if node["op"].startswith("aten.") else node["op"]
+        if name not in PORT_TWINS and name not in MODE_DIFFERS:
+            continue
+        if name in ("convolution", "_convolution") and not _twinned_convolution(node):
+            continue
+        entry = found.setdefault(node["op"], {"op": node["op"], "locations": [], "code": node["code"],
+                                              "measured": load_table()["ops"].get(name, {}).get("note", ""),
+                                              "why": "native and port mode run only these ops differently, "
+                                                     "and port mode equals torch"})
+        if node["location"] and node["location"] not in entry["locations"]:
+            entry["locations"].append(node["location"])
+    for entry in found.values():
+        entry["location"] = entry["locations"][0] if entry["locations"] else None
+    return list(found.values())
+
+
+def _twinned_convolution(node: dict) -> bool:
+    """Whether port mode runs this convolution by a twin (conv.rs `needs_twin`, with 1-D): 1-D and
+    3-D convolutions and transposed ones; a plain 2-D convolution is candle's in both modes."""
+    shape = (node["outputs"][0] or {}).get("shape", []) if node["outputs"] else []
+    args = node.get("args") or []
+    transposed = len(args) > 6 and args[6] is True
+    return len(shape) in (3, 5) or transposed
+
+
+# ops the candle-port-run maps differently in port mode (beside PORT_TWINS): torch's relu'(0),
+# composed softmax and gelu, layer_norm (crates/candle-port-run/src/ops/activation.rs, norm.rs)
+MODE_DIFFERS = {"relu", "gelu", "_softmax", "_log_softmax", "native_layer_norm", "layer_norm"}
+
 # ops that port mode runs with a candle-port-ops twin instead of candle's own op
 PORT_TWINS = {"max_pool2d", "max_pool2d_with_indices", "max_pool1d", "max_pool1d_with_indices", "avg_pool2d",
               "avg_pool1d", "conv1d", "convolution", "_convolution"}
@@ -341,6 +380,9 @@ def check_in_candle(model: Any, inputs: Sequence[Any], seed: int = 0, modes: Seq
         tol = choose_candle_tolerance(dtype, noise, rtol, atol, factor)
         runs = (noise or {}).get("runs", [])
         results = {mode: run_mode(binary, export_dir, mode, tol, runs) for mode in modes}
+    native, port = results.get("native"), results.get("port")
+    if native and port and port["ok"] and native.get("ran") and not native["equal_to_torch"] and not native["suspects"]:
+        native["suspects"] = mode_difference_suspects(graph)
     ops = sorted({n["op"] for n in graph["nodes"]})
     final = results.get("port", next(iter(results.values())))
     return {"ok": final["ok"], "rtol": tol.floor, "tolerance": tol.to_json(), "dtype": dtype, "ops": ops,
@@ -403,5 +445,10 @@ def summary_lines(result: dict) -> list[str]:
         if r["missing_gradients"]:
             lines.append(f"  no gradient for: {', '.join(r['missing_gradients'])}")
         for op in r.get("suspects", []):
+            if "why" in op:  # an op the two modes run differently
+                more = len(op["locations"]) - 1
+                where = (op["location"] or "?") + (f" (and {more} more)" if more > 0 else "")
+                lines.append(f"  {where}: {op['op']}: suspect: {op['why']}" + (f" ({op['measured']})" if op["measured"] else ""))
+                continue
             lines.append(f"  {op['location'] or '?'}: {op['op']}: gradient measured wrong in candle ({op['measured']})")
     return lines

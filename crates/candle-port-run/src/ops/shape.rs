@@ -85,7 +85,16 @@ pub fn run(name: &str, op: &str, args: &Args) -> Option<Result<Value>> {
             let x = args.tensor(0, "self")?;
             candle_nn::ops::pixel_unshuffle(&x, usize_arg(args.int_or(1, "downscale_factor", 1)?)?)
         })(),
-        "empty" => return Some(Ok(Value::Nothing)),
+        // contents undefined in torch: zeros, so what reads it runs (dropout's `bernoulli`
+        // then says it is random, rather than its `expand` failing on no value)
+        "empty" => (|| {
+            let shape = usizes(&args.ints_or(0, "size", &[])?)?;
+            Tensor::zeros(
+                shape,
+                dtype_kwarg_or(args, DType::F32)?,
+                &candle_core::Device::Cpu,
+            )
+        })(),
         "zeros_like" | "ones_like" | "full_like" => full_like(name, args),
         "new_zeros" | "new_ones" | "new_full" | "new_empty" => new_full(name, args),
         // `x.zero_()` / `x.fill_(v)`, functionalized: a new tensor shaped as x
