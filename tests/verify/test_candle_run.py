@@ -254,6 +254,32 @@ def test_native_differing_from_port_names_the_ops_the_modes_run_differently(bina
                for line in summary_lines(result))
 
 
+class _OldStyleSwish(torch.autograd.Function):
+    """pytorchvideo's SwishFunction: forward takes `ctx`, no setup_context."""
+
+    @staticmethod
+    def forward(ctx, x):
+        ctx.save_for_backward(x)
+        return x * torch.sigmoid(x)
+
+    @staticmethod
+    def backward(ctx, grad):
+        (x,) = ctx.saved_tensors
+        s = torch.sigmoid(x)
+        return grad * s * (1 + x * (1 - s))
+
+
+def test_an_old_style_autograd_function_is_traced_as_its_forward(binary):
+    """functionalize refused it ("it must override the setup_context staticmethod"; X3D could not
+    run in candle); now its forward's ops are traced, candle differentiates them, and
+    Function.apply is torch's own again afterwards."""
+    apply = torch.autograd.Function.apply
+    result = check_in_candle(Fn(lambda y: _OldStyleSwish.apply(y)).double(), [torch.randn(X4, dtype=torch.float64)], binary=binary)
+    assert result["port"]["ok"] and result["native"]["ok"], result["port"]["failing_ops"]
+    assert "aten.sigmoid.default" in result["ops"]
+    assert torch.autograd.Function.apply == apply
+
+
 def test_a_random_draw_is_named_with_what_to_do(binary):
     """Drop path (transformers' GLPN, timm): `torch.rand` in training mode; candle cannot repeat
     torch's draw, and the failing op says to verify in eval mode."""

@@ -214,7 +214,7 @@ def trace_for_candle(model: Any, inputs: Sequence[Any]):
     from torch._decomp import get_decompositions
 
     table = get_decompositions([torch.ops.aten._scaled_dot_product_flash_attention_for_cpu])
-    with _gradients_off_spy() as spy, _kept_tensors(model):
+    with _gradients_off_spy() as spy, _kept_tensors(model), _old_style_functions_inlined():
         gm = make_fx(functionalize(forward, remove="mutations"), decomposition_table=table,
                      record_stack_traces=True)(params, buffers, *inputs)
     gm.meta["gradients_off"] = spy.where
@@ -241,6 +241,52 @@ def _kept_tensors(model: Any):
     finally:
         for module, table, name, tensor in kept:
             table[name] = tensor
+
+
+class _TraceContext:
+    """The `ctx` an old-style autograd.Function's forward gets while inlined: it saves nothing
+    (candle differentiates the forward's own ops)."""
+
+    needs_input_grad: tuple = ()
+    materialize_grads = True
+
+    def save_for_backward(self, *tensors) -> None:
+        self.saved_tensors = tensors
+
+    def mark_dirty(self, *tensors) -> None:
+        pass
+
+    def mark_non_differentiable(self, *tensors) -> None:
+        pass
+
+    def set_materialize_grads(self, value: bool) -> None:
+        pass
+
+
+@contextlib.contextmanager
+def _old_style_functions_inlined():
+    """Run an old-style autograd.Function (forward takes `ctx`, no `setup_context`) as its forward.
+
+    functionalize is a functorch transform, and torch refuses such a Function under one
+    ("it must override the setup_context staticmethod"): pytorchvideo's X3D (`SwishFunction`),
+    efficientnet_pytorch's memory-efficient Swish. The candle graph needs only the forward's ops;
+    candle differentiates them, as a port does. A Function whose backward is not its forward's
+    derivative (straight-through, gradient reversal) then differs from torch, and verify says so."""
+    import torch
+    from torch.autograd.function import Function, _is_setup_context_defined
+
+    original = Function.__dict__["apply"]
+
+    def apply(cls, *args, **kwargs):
+        if _is_setup_context_defined(cls.setup_context):
+            return original.__get__(None, cls)(*args, **kwargs)
+        return cls.forward(_TraceContext(), *args, **kwargs)
+
+    Function.apply = classmethod(apply)
+    try:
+        yield
+    finally:
+        Function.apply = original
 
 
 def _gradients_off_spy():
