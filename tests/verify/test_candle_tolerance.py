@@ -75,6 +75,19 @@ def test_without_noise_the_floor_judges_and_says_why():
     assert choose_candle_tolerance("float32", None).floor == CANDLE_RTOL["float32"]
 
 
+def test_a_float64_model_computing_in_float32_is_floored_at_float32_roundoff():
+    """SAM 2's FPN interpolates in float32 inside a float64 model: a gradient on a linear path
+    after it does not move under the perturbation (own noise 0), yet candle's float32 sums differ
+    from torch's by about 1e-8 of scale. The floor is the unit roundoff the forward computes in."""
+    eps32 = 2.0**-24
+    tol = choose_candle_tolerance("float64", {"method": "perturbed", "eps": eps32, "note": "float32 inside"})
+    assert tol.floor == eps32
+    assert _row(1.08e-8, [0.0], tol)["status"] == "ok"
+    assert _row(1e-6, [0.0], tol)["status"] == "differs"  # a real error is still far above it
+    all64 = choose_candle_tolerance("float64", {"method": "perturbed", "eps": 2.0**-53, "note": "n"})
+    assert all64.floor == F64  # a forward all in float64 keeps the 1e-9 floor
+
+
 def test_given_rtol_atol_override_the_noise():
     tol = choose_candle_tolerance("float64", {"method": "perturbed", "eps": 1e-16, "note": "n"}, rtol=1e-12)
     assert (tol.mode, tol.rtol, tol.atol) == ("given", 1e-12, 0.0)

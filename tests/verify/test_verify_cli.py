@@ -227,13 +227,15 @@ def test_skip_package_init_imports_the_model_without_the_packages_init(source_ro
     assert "PASS" in result.output and "upsample_bilinear2d x1" in result.output  # the original's, now rewritten
 
 
-def test_skip_package_init_covers_the_packages_a_driver_imports():
-    """A factory script imports the zoo's subpackage by name: the package above the source root
-    is imported bare for it (its __init__ imports a module that is not installed)."""
-    args = ["--input-shape", "1,3,8,8", "--source-root", f"{FIXTURES}/optional_dep_pkg/models"]
+@pytest.mark.parametrize("source_root", ["optional_dep_pkg/models", "optional_dep_pkg"])
+def test_skip_package_init_covers_the_packages_a_driver_imports(source_root):
+    """A factory script imports the zoo's subpackage by name: the source root's package and those
+    above it are imported bare for it (the zoo's __init__ imports a module that is not installed),
+    whether the source root is the subpackage or the zoo itself (SAM 2: `--source-root sam2`)."""
+    args = ["--input-shape", "1,3,8,8", "--source-root", f"{FIXTURES}/{source_root}"]
     failed = run(f"{FIXTURES}/driver_optional_dep.py:build", *args)
     assert failed.exit_code == 2
-    assert ("--skip-package-init with --source-root on the subpackage of optional_dep_pkg the model needs"
+    assert ("--skip-package-init with --source-root on optional_dep_pkg or the subpackage the model needs"
             in " ".join(failed.output.split()))
     result = run(f"{FIXTURES}/driver_optional_dep.py:build", *args, "--skip-package-init")
     assert result.exit_code == 0, result.output

@@ -208,6 +208,23 @@ def test_tolerance_choice():
     assert (fallback.mode, fallback.rtol) == ("fixed", 1e-10) and "no reference" in fallback.note
 
 
+def test_a_float64_model_computing_in_float32_is_floored_at_float32_roundoff():
+    """SAM 2's FPN (float32 interpolation in a float64 model): the lateral conv's bias gradient lies
+    on a linear path, so the perturbed run does not move it (own noise 0), while the rewrite's
+    float32 sums differ by 1e-8 of scale. The floor is the roundoff of the dtype it computes in."""
+    mixed = choose_tolerance("float64", {"method": "perturbed", "eps": 2.0**-24, "lowest_dtype": "float32"}, None, None)
+    assert mixed.floor == 2.0**-24
+    f64 = torch.float64
+    row = compare_tensor("param grad", "b", torch.tensor([1.0], dtype=f64), torch.tensor([1.0 + 1e-8], dtype=f64),
+                         mixed, noise_ref=torch.tensor([1.0], dtype=f64))
+    assert row.ok and row.own_noise == 0.0
+    wrong = compare_tensor("param grad", "b", torch.tensor([1.0], dtype=f64), torch.tensor([1.0 + 1e-4], dtype=f64),
+                           mixed, noise_ref=torch.tensor([1.0], dtype=f64))
+    assert not wrong.ok
+    pure = choose_tolerance("float64", {"method": "perturbed", "eps": 2.0**-53}, None, None)
+    assert pure.floor == 2.0**-53
+
+
 @pytest.mark.parametrize(
     "original, rewritten, expected",
     [

@@ -108,7 +108,8 @@ def _api_named(node: ast.expr, scope: Scope, resolver: Resolver) -> tuple[str, A
     return None
 
 
-def kind_name(node: ast.expr) -> str:
+def _last_name(node: ast.expr) -> str:
+    """`Conv3d` of `nn.Conv3d`, `isinstance` of `isinstance`, "" for other callees."""
     return node.attr if isinstance(node, ast.Attribute) else getattr(node, "id", "")
 
 
@@ -202,14 +203,13 @@ def _function_parts(node, scope: Scope, body_scopes: dict):
 def _call_parts(node: ast.Call, scope: Scope, source: Source):
     func = node.func
     yield func, scope, None, None
-    name = kind_name(func)
-    if name in _TYPE_TESTS:
+    if _last_name(func) in _TYPE_TESTS:
         return  # `isinstance(m, nn.Conv3d)`: a type test, not a layer to build
     use = f"passed to `{code_of(func, source).strip()}`"
     for arg in node.args:
         yield arg, scope, use, None
     for keyword in node.keywords:
-        yield keyword.value, scope, use if keyword.arg is None else f"passed to `{code_of(func, source).strip()}` as `{keyword.arg}`", None
+        yield keyword.value, scope, use if keyword.arg is None else f"{use} as `{keyword.arg}`", None
 
 
 _ALIAS = "assigned to alias `"

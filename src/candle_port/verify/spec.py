@@ -156,7 +156,7 @@ def describe_import_error(target: str, exc: BaseException) -> str:
         instead = (f"--skip-package-init imports {target} without running {package}'s __init__.py "
                    f"(the failing import is there)")
     elif package is not None:  # a driver importing a zoo's subpackage
-        instead = (f"--skip-package-init with --source-root on the subpackage of {package} the model needs "
+        instead = (f"--skip-package-init with --source-root on {package} or the subpackage the model needs "
                    f"imports it without running {package}'s __init__.py (the failing import is there)")
     else:
         instead = ("give MODEL as the model's own module and --source-root on its subpackage, so that only what the "

@@ -109,13 +109,18 @@ def install_import_hooks(job: dict) -> None:
     if job.get("redirects"):
         sys.meta_path.insert(0, _Redirect(job["redirects"]))
     if job.get("skip_package_init"):
-        # The packages above MODEL's module, and above each module of the source root, which a
-        # driver imports (`--source-root zoo/models` for a factory script importing zoo.models.net).
-        packages = bare_packages(job["module"], job["import_root"], job.get("redirects"))
-        for root in {*(job.get("redirects") or {}), *job.get("package_roots", ())}:
+        # The packages above MODEL's module, and for a driver script (its module is outside the
+        # source root) each package of the source root and above it that it imports:
+        # `--source-root zoo` or `zoo/models` for a factory importing zoo.models.net (SAM 2's
+        # sam2/__init__.py starts hydra).
+        redirects = job.get("redirects") or {}
+        packages = bare_packages(job["module"], job["import_root"], redirects)
+        for root in {*redirects, *job.get("package_roots", ())}:
             parts = root.split(".")
-            for name, directory in _package_dirs([".".join(parts[:i]) for i in range(1, len(parts))]).items():
+            for name, directory in _package_dirs([".".join(parts[:i]) for i in range(1, len(parts) + 1)]).items():
                 packages.setdefault(name, directory)
+            if root in packages and os.path.isdir(redirects.get(root, "")):
+                packages[root] = redirects[root]  # the rewritten copy's, not the original's
         sys.meta_path.insert(0, _BarePackages(packages))
 
 
