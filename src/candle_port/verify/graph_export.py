@@ -272,7 +272,6 @@ def _old_style_functions_inlined():
     efficientnet_pytorch's memory-efficient Swish. The candle graph needs only the forward's ops;
     candle differentiates them, as a port does. A Function whose backward is not its forward's
     derivative (straight-through, gradient reversal) then differs from torch, and verify says so."""
-    import torch
     from torch.autograd.function import Function, _is_setup_context_defined
 
     original = Function.__dict__["apply"]
