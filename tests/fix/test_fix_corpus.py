@@ -17,6 +17,7 @@ first run left unchanged is, by construction, the same input again).
 from __future__ import annotations
 
 import json
+from collections import Counter
 import os
 import shutil
 import subprocess
@@ -103,10 +104,12 @@ def test_rewritten_files_compile_recheck_clean_and_idempotent(fixed_corpus):
         [_tool("port-check"), "--output-format", "json", "--select", ",".join(RUNTIME_CODES), "--no-cache", *changed],
         cwd=dest, capture_output=True, text=True, timeout=600,
     )
-    # Sites left alone under torch.no_grad() say so (and the rewrite shifts their lines: not matched by position).
-    remaining = {(f["path"], f["line"]) for f in json.loads(check.stdout) if "not on a gradient path" not in f["message"]}
-    refused = {(r["path"], r["line"]) for r in report["refused"]}
-    assert remaining <= refused
+    # Sites left alone under torch.no_grad() say so. A file with fixed sites and refused ones has
+    # the import added above the refused lines: count the sites per file, not their lines.
+    remaining = Counter(path for path, _ in {(f["path"], f["line"]) for f in json.loads(check.stdout)
+                                             if "not on a gradient path" not in f["message"]})
+    refused = Counter(path for path, _ in {(r["path"], r["line"]) for r in report["refused"]})
+    assert all(remaining[path] <= refused[path] for path in remaining), (remaining, refused)
     again = subprocess.run(
         [_tool("port-fix"), "--check", "--strategy", "runtime", "-j", "2", *changed],
         cwd=dest, capture_output=True, text=True, timeout=600,

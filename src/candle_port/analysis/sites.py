@@ -14,6 +14,7 @@ from candle_port.analysis.apis import APIS_BY_QUALIFIED_NAME, PARTIAL_QUALIFIED_
 from candle_port.analysis.class_values import class_values, may_pass_classes, unsupported_whatever_its_arguments
 from candle_port.analysis.grad_mode import no_grad_reason
 from candle_port.analysis.names import ClassInfo, Collection, Import, Param, Resolver, Scope, ScopeBuilder, all_params, dotted_name
+from candle_port.analysis.names import Value as Assigned
 from candle_port.analysis.values import Source, Value, code_of, evaluate, omitted, partial_literals
 
 _DEFAULTS = {
@@ -358,6 +359,8 @@ def _chosen_sites(call: ast.Call, scope: Scope, resolver: Resolver, source: Sour
     run time, and each API it can pick is a site of kind "chosen".
     """
     func = call.func
+    if isinstance(func, ast.Name):
+        return _conditional_sites(call, scope, resolver, source)
     if not isinstance(func, ast.Subscript) or isinstance(func.slice, (ast.Slice, ast.Tuple)):
         return []
     found = _collection(func.value, scope, resolver)
@@ -384,6 +387,41 @@ def _chosen_sites(call: ast.Call, scope: Scope, resolver: Resolver, source: Sour
         seen.add(api.name)
         site = Site(call, api, name, kind, scope, resolver)
         site.chosen_from = code_of(func, source).strip()
+        _bind_arguments(site, call.args, call.keywords)
+        sites.append(site)
+    return sites
+
+
+def _conditional_sites(call: ast.Call, scope: Scope, resolver: Resolver, source: Source) -> list[Site]:
+    """`pool_op = nn.MaxPool2d if mode == "max" else nn.AvgPool2d; pool_op(k, s, p)` (timm's
+    MViTv2): a name bound once to a conditional of layer classes is a layer chosen at run time,
+    one site per pooling or transposed-convolution layer it can be. The classes candle cannot run
+    whatever their arguments are reported where the conditional names them (class_values.py)."""
+    bindings = resolver.lookup(call.func.id, scope) or []
+    if len(bindings) != 1 or not isinstance(bindings[0], Assigned) or not isinstance(bindings[0].expression, (ast.IfExp, ast.BoolOp)):
+        return []
+    binding = bindings[0]
+    leaves, pending = [], [binding.expression]
+    while pending:
+        node = pending.pop()
+        if isinstance(node, ast.IfExp):
+            pending += [node.orelse, node.body]
+        elif isinstance(node, ast.BoolOp):
+            pending += reversed(node.values)
+        else:
+            leaves.append(node)
+    sites: list[Site] = []
+    seen: set[str] = set()
+    for leaf in leaves:
+        api_found = _api_of(leaf, binding.scope, resolver)
+        if api_found is None:
+            continue
+        name, api = api_found
+        if not api.is_module or api.family not in _CHOSEN_FAMILIES or unsupported_whatever_its_arguments(api) or api.name in seen:
+            continue
+        seen.add(api.name)
+        site = Site(call, api, name, "chosen", scope, resolver)
+        site.chosen_from = call.func.id
         _bind_arguments(site, call.args, call.keywords)
         sites.append(site)
     return sites

@@ -102,7 +102,9 @@ def fix_text(
         if reason is None and site.kind == "subclass" and _subclass_base(site) is None:
             reason = f"cannot locate the nn.{site.api.name} base class of this subclass; rewrite it by hand"
         if reason is not None:
-            result.refused.append(Refused(code, line, column, reason))
+            refused = Refused(code, line, column, reason)
+            if refused not in result.refused:  # a layer chosen at run time: one site per class it can be
+                result.refused.append(refused)
             continue
         planned.append((site, code))
         result.fixed.append(

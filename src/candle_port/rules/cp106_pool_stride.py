@@ -119,6 +119,8 @@ class PoolStride(Rule):
         "kernel_size == stride without padding (pad the input yourself first if needed)"
     )
     VALID = (
+        # a conditional of layer classes, called: each pool it can be, with the call's arguments
+        "from torch import nn\ndef down(same):\n    pool = nn.AvgPool2d if same else nn.Identity\n    return pool(2)\n",
         "from torch import nn\nm = nn.MaxPool2d(2)\n",
         "from torch import nn\nm = nn.AvgPool2d(kernel_size=2, stride=2, padding=0)\n",
         "import torch.nn.functional as F\ny = F.avg_pool2d(x, 3, stride=s)\n",
@@ -128,6 +130,7 @@ class PoolStride(Rule):
         "def max_pool2d(x, k, s): return x\ny = max_pool2d(x, 3, 2)\n",
     )
     INVALID = (
+        "from torch import nn\ndef down(same):\n    pool_fn = PoolSame if same else nn.AvgPool2d\n    return pool_fn(2, 1, ceil_mode=True)\n",
         "from torch import nn\nm = nn.MaxPool2d(kernel_size=3, stride=2, padding=1)\n",
         "from torch import nn\nm = nn.MaxPool2d(3, 2)\n",
         "import torch.nn.functional as F\ny = F.avg_pool2d(x, 2, 2, 1)\n",

@@ -47,6 +47,7 @@ class MaxPoolGradient(Rule):
         "import torch\ny = torch.amax(x, dim=(2, 3))\n",
     )
     INVALID = (
+        "from torch import nn\ndef pool(mode):\n    pool_op = nn.MaxPool2d if mode == 'max' else nn.AvgPool2d\n    return pool_op(2)\n",
         "from torch import nn\nm = nn.MaxPool2d(2)\n",
         "from torch import nn\nm = nn.MaxPool2d(kernel_size=2, stride=2)\n",
         "import torch.nn.functional as F\ny = F.max_pool2d(x, kernel_size=k)\n",

@@ -90,10 +90,9 @@ def common_refusal(site: Site) -> str | None:
     if site.kind == "wrapper":
         return f"the call passes its mode to {site.wrapper}, where the API is rewritten"
     if site.kind in ("chosen", "picked"):
-        return (
-            f"the layer is indexed out of a collection ({site.chosen_from}); rewrite the collection by hand, "
-            + CONVERT_HINT
-        )
+        conditional = isinstance(site.call.func, ast.Name)  # `pool_op = A if c else B; pool_op(...)`
+        how, what = ("chosen by a conditional", "conditional") if conditional else ("indexed out of a collection", "collection")
+        return f"the layer is {how} ({site.chosen_from}); rewrite the {what} by hand, " + CONVERT_HINT
     if not has_drop_in(site):
         return f"{site.api.name} has no equivalent in candle; rewrite it by hand"
     return rebinding(site)
