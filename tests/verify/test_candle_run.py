@@ -280,6 +280,17 @@ def test_an_old_style_autograd_function_is_traced_as_its_forward(binary):
     assert torch.autograd.Function.apply == apply
 
 
+def test_missing_native_gradients_name_the_fused_softmax(binary):
+    """MTCNN's RNet ends in nn.Softmax(dim=1) on a (N, 2) tensor: native candle's softmax_last_dim
+    returns no gradient, port mode's composed softmax does; the missing gradients name it."""
+    model = nn.Sequential(nn.Flatten(), nn.Linear(3 * 9 * 9, 4), nn.Softmax(dim=1)).double()
+    result = check_in_candle(model, [torch.randn(X4, dtype=torch.float64)], binary=binary)
+    native = result["native"]
+    assert result["port"]["ok"] and native["missing_gradients"]
+    assert [s["op"] for s in native["suspects"]] == ["aten._softmax.default"]
+    assert "softmax_last_dim" in native["suspects"][0]["measured"]
+
+
 def test_a_random_draw_is_named_with_what_to_do(binary):
     """Drop path (transformers' GLPN, timm): `torch.rand` in training mode; candle cannot repeat
     torch's draw, and the failing op says to verify in eval mode."""

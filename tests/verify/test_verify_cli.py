@@ -242,6 +242,18 @@ def test_skip_package_init_covers_the_packages_a_driver_imports(source_root):
     assert "PASS" in result.output
 
 
+@pytest.mark.parametrize("flags", [[], ["--skip-package-init"]])
+def test_a_namespace_package_is_found_and_rewritten_as_the_source_root(monkeypatch, flags):
+    """facenet_pytorch/models has no __init__.py: `facenet_pytorch.models.mtcnn` was "not on
+    sys.path", and as --source-root the directory was taken for a folder of top-level modules."""
+    monkeypatch.syspath_prepend(str(FIXTURES))
+    result, data = run_json("nsroot_pkg.models.net:Net", "--input-shape", "1,3,8,8",
+                            "--source-root", f"{FIXTURES}/nsroot_pkg/models", *flags)
+    assert result.exit_code == 0, result.output
+    assert data["verdict"] == "pass" and data["rewrite"]["changed"]
+    assert lacking(data, "original") == ["upsample_bilinear2d"] and lacking(data, "rewritten") == []
+
+
 def test_forward_kwargs_reach_every_forward_call():
     """facexlib's MODNet-style `forward(img, inference)`: without the flag the forward fails and
     the error names --forward-kwargs; with it both models run (and are traced) with it."""

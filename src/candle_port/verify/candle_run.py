@@ -230,7 +230,7 @@ def wrong_gradient_suspects(export_dir: Path, mode: str) -> list[dict]:
 
 
 def mode_difference_suspects(graph: dict) -> list[dict]:
-    """When native candle runs with gradients off torch's and port mode equals torch, the cause is
+    """When native candle runs with gradients off torch's (or missing) and port mode equals torch, the cause is
     an op the two modes run differently (PORT_TWINS, MODE_DIFFERS): those in the graph, one entry
     per op with its locations and the op table's note (candle's relu'(0) is 1: a zero-initialised
     final BatchNorm in a residual block, as pytorchvideo's and timm's ResNets have, feeds a ReLU
@@ -245,7 +245,7 @@ def mode_difference_suspects(graph: dict) -> list[dict]:
         if name in ("convolution", "_convolution") and not _twinned_convolution(node):
             continue
         entry = found.setdefault(node["op"], {"op": node["op"], "locations": [], "code": node["code"],
-                                              "measured": load_table()["ops"].get(name, {}).get("note", ""),
+                                              "measured": _note_of(load_table()["ops"].get(name, {})),
                                               "why": "native and port mode run only these ops differently, "
                                                      "and port mode equals torch"})
         if node["location"] and node["location"] not in entry["locations"]:
@@ -253,6 +253,11 @@ def mode_difference_suspects(graph: dict) -> list[dict]:
     for entry in found.values():
         entry["location"] = entry["locations"][0] if entry["locations"] else None
     return list(found.values())
+
+
+def _note_of(entry: dict) -> str:
+    """What the op table says about an op's candle gradient: its warning or its note."""
+    return entry.get("warning") or entry.get("note") or ""
 
 
 def _twinned_convolution(node: dict) -> bool:
@@ -384,7 +389,10 @@ def check_in_candle(model: Any, inputs: Sequence[Any], seed: int = 0, modes: Seq
         runs = (noise or {}).get("runs", [])
         results = {mode: run_mode(binary, export_dir, mode, tol, runs) for mode in modes}
     native, port = results.get("native"), results.get("port")
-    if native and port and port["ok"] and native.get("ran") and not native["equal_to_torch"] and not native["suspects"]:
+    # native ran every op but its gradients differ or are missing (a fused softmax cuts them),
+    # with no op measured wrong, while port mode equals torch: name the ops the modes run differently
+    if (native and port and port["ok"] and not native["ok"] and "error" not in native
+            and not native["failing_ops"] and not native["suspects"]):
         native["suspects"] = mode_difference_suspects(graph)
     ops = sorted({n["op"] for n in graph["nodes"]})
     final = results.get("port", next(iter(results.values())))

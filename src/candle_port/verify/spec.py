@@ -34,10 +34,18 @@ class SourceRoot:
     modules: dict[str, str] = field(default_factory=dict)  # module name -> path relative to the copy root
     # The model's module lies outside the root: a driver (a factory script) that imports it.
     driver: bool = False
+    # A package directory without __init__.py on the model's dotted path (PEP 420)
+    namespace: bool = False
 
     @property
     def is_file(self) -> bool:
         return self.path.is_file()
+
+    @property
+    def is_one_module(self) -> bool:
+        """A file or a package (regular or namespace): one entry of `modules`, named as the copy's
+        top entry; a plain directory maps each of its modules instead."""
+        return self.path.is_file() or (self.path / "__init__.py").is_file() or self.namespace
 
 
 def _package_chain(path: Path) -> tuple[Path, list[str]]:
@@ -59,7 +67,9 @@ def _locate_module(dotted: str, search: list[str]) -> tuple[Path, Path]:
         base = Path(entry or ".")
         candidate = base.joinpath(*parts)
         for file in (candidate.with_suffix(".py"), candidate / "__init__.py"):
-            if file.is_file() and all((base.joinpath(*parts[:i]) / "__init__.py").is_file() for i in range(1, len(parts))):
+            # each package above it a directory: a regular package or a namespace package without
+            # an __init__.py (PEP 420; facenet_pytorch/models)
+            if file.is_file() and all(base.joinpath(*parts[:i]).is_dir() for i in range(1, len(parts))):
                 return file.resolve(), base.resolve()
     raise SpecError(f"cannot find module {dotted!r} on sys.path (set PYTHONPATH or use path/to/file.py:Name)")
 
@@ -83,6 +93,23 @@ def parse_model_spec(text: str, cwd: Path | None = None) -> ModelSpec:
     return ModelSpec(text, left, attr, file, root)
 
 
+def _namespace_package(spec: ModelSpec, path: Path) -> str | None:
+    """The dotted name of `path`, a directory without __init__.py, when the model's module lies
+    under it as a namespace package (`facenet_pytorch.models.mtcnn` in .../facenet_pytorch/models);
+    None for a plain directory of top-level modules."""
+    try:
+        relative = spec.module_file.resolve().relative_to(path)
+    except ValueError:
+        return None
+    parts = list(relative.with_suffix("").parts)
+    if parts and parts[-1] == "__init__":
+        parts.pop()
+    tail = ".".join(parts)
+    if not tail or not spec.module.endswith("." + tail):
+        return None
+    return spec.module[: -len(tail) - 1]
+
+
 def resolve_source_root(spec: ModelSpec, source_root: str | os.PathLike | None) -> SourceRoot:
     """The tree to copy and rewrite, with the module names it provides (default: the model's file)."""
     if source_root is None:
@@ -96,6 +123,9 @@ def resolve_source_root(spec: ModelSpec, source_root: str | os.PathLike | None) 
         _, parts = _package_chain(path)
         name = ".".join(parts)
         modules[name] = path.name
+    elif path.is_dir() and _namespace_package(spec, path):
+        # a package without __init__.py on the model's dotted path (PEP 420: facenet_pytorch/models)
+        modules[_namespace_package(spec, path)] = path.name
     elif path.is_dir():
         for child in sorted(path.iterdir()):
             if child.suffix == ".py" and child.is_file():
@@ -105,7 +135,7 @@ def resolve_source_root(spec: ModelSpec, source_root: str | os.PathLike | None) 
     else:
         raise SpecError(f"--source-root {source_root} is neither a file nor a directory")
     covered = any(spec.module == m or spec.module.startswith(m + ".") for m in modules)
-    plain_dir = path.is_dir() and not (path / "__init__.py").is_file()
+    plain_dir = path.is_dir() and not (path / "__init__.py").is_file() and not _namespace_package(spec, path)
     if not covered and plain_dir:
         raise SpecError(
             f"the model's module {spec.module} ({spec.module_file}) is not inside the source root {path}"
@@ -114,7 +144,7 @@ def resolve_source_root(spec: ModelSpec, source_root: str | os.PathLike | None) 
         raise SpecError(f"--source-root {path} is a plain directory but not the one {spec.module} is imported from")
     # A module or package root outside the model's file is allowed (a factory script building e.g. a
     # transformers model from a config); the run then checks that the model really imported the root.
-    return SourceRoot(path, modules, driver=not covered)
+    return SourceRoot(path, modules, driver=not covered, namespace=path.is_dir() and _namespace_package(spec, path) is not None)
 
 
 def parse_config_class(text: str) -> tuple[str, str]:

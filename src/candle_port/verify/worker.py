@@ -39,6 +39,10 @@ class _Redirect(importlib.abc.MetaPathFinder):
         location = self.modules.get(fullname)
         if location is None:
             return None
+        if os.path.isdir(location) and not os.path.isfile(os.path.join(location, "__init__.py")):
+            spec = importlib.machinery.ModuleSpec(fullname, _NoCode(), is_package=True)  # a namespace package
+            spec.submodule_search_locations = [location]
+            return spec
         if os.path.isdir(location):
             return importlib.util.spec_from_file_location(
                 fullname, os.path.join(location, "__init__.py"), submodule_search_locations=[location]
@@ -92,13 +96,20 @@ def _package_dirs(names: list[str]) -> dict[str, str]:
     """The directory of each package of `names` (outermost first, each inside the one before),
     found on sys.path without importing it."""
     found: dict[str, str] = {}
-    path = None
+    directory = None
     for name in names:
-        spec = importlib.machinery.PathFinder.find_spec(name, path)
-        if spec is None or not spec.submodule_search_locations:
-            break
-        path = list(spec.submodule_search_locations)
-        found[name] = path[0]
+        if directory is None:
+            spec = importlib.machinery.PathFinder.find_spec(name)
+            if spec is None or not spec.submodule_search_locations:
+                break
+            directory = list(spec.submodule_search_locations)[0]
+        else:
+            # a subpackage, regular or namespace (no __init__.py): a directory in its parent's;
+            # PathFinder would need the parent imported to build a namespace package's path
+            directory = os.path.join(directory, name.rsplit(".", 1)[-1])
+            if not os.path.isdir(directory):
+                break
+        found[name] = directory
     return found
 
 

@@ -171,9 +171,7 @@ def make_rewritten_copy(
         files = sorted(p for p in source.path.rglob("*.py") if "__pycache__" not in p.parts)
         base = source.path
     summary = RewriteSummary(root=dest, modules={
-        name: str(dest / rel) if (source.path.is_file() or (source.path / "__init__.py").is_file())
-        else str(target / rel)
-        for name, rel in source.modules.items()
+        name: str(dest / rel) if source.is_one_module else str(target / rel) for name, rel in source.modules.items()
     })
     written: dict[str, str] = {}
     for file in files:
@@ -228,10 +226,7 @@ def use_prepared_copy(source: SourceRoot, prepared: Path, dest: Path) -> Rewrite
         shutil.copy2(prepared, target)
     else:
         shutil.copytree(prepared, target, ignore=_ignore)
-    modules = {
-        name: str(dest / rel) if (source.path.is_file() or (source.path / "__init__.py").is_file()) else str(target / rel)
-        for name, rel in source.modules.items()
-    }
+    modules = {name: str(dest / rel) if source.is_one_module else str(target / rel) for name, rel in source.modules.items()}
     changed = [source.path.name] if prepared.is_file() else sorted(
         p.relative_to(target).as_posix() for p in target.rglob("*.py"))
     return RewriteSummary(root=dest, modules=modules, scanned=len(changed), changed=changed)
