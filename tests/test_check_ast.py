@@ -110,6 +110,16 @@ def test_wrappers_constants_and_enums_across_modules(tmp_path: Path):
     assert {w.rsplit(".", 1)[-1] for w in report.index.wrappers} == {"resize", "resize2"}
 
 
+def test_a_namespace_subpackage_resolves_its_relative_imports(tmp_path: Path):
+    """facenet_pytorch/models has no __init__.py: Python imports it as a namespace portion of the
+    package, so `from .ops import resize` there is the package's wrapper, reported at the call."""
+    root = _package(tmp_path)
+    (root / "sub" / "__init__.py").unlink()
+    report = check_paths([str(root)], Config(), jobs=1)
+    use = [(f.line, f.code) for f in report.findings if f.path.endswith("use.py")]
+    assert use == [(5, "CP101"), (6, "CP101"), (8, "CP101"), (9, "CP104"), (10, "CP104")]
+
+
 def test_the_cache_follows_the_index(tmp_path: Path):
     root = _package(tmp_path)
     cache = tmp_path / "cache"

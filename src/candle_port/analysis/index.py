@@ -18,6 +18,7 @@ re-exports in `__init__` modules.
 from __future__ import annotations
 
 import ast
+import functools
 import json
 
 from candle_port.analysis.apis import APIS_BY_QUALIFIED_NAME, Api
@@ -115,20 +116,35 @@ def _same_exports(a: ModuleSummary, b: ModuleSummary) -> bool:
 
 
 def module_name_of(path: str) -> tuple[str, str]:
-    """(module, package) of a file by the `__init__.py` files above it: `a/b/c.py` -> (`a.b.c`, `a.b`)."""
+    """(module, package) of a file by the `__init__.py` files above it: `a/b/c.py` -> (`a.b.c`, `a.b`).
+
+    A directory without `__init__.py` inside a package is a namespace portion of it (PEP 420:
+    facenet_pytorch/models), so `from .utils import x` there resolves in the package."""
     import os
 
     directory, filename = os.path.split(os.path.abspath(path))
     stem = filename[:-3] if filename.endswith(".py") else filename
     parts = [] if stem == "__init__" else [stem]
     package: list[str] = []
-    while os.path.isfile(os.path.join(directory, "__init__.py")):
+    while _is_package_directory(directory):
         directory, name = os.path.split(directory)
         package.insert(0, name)
         if not name:
             break
     module = ".".join(package + parts) or stem
     return module, ".".join(package)
+
+
+@functools.lru_cache(maxsize=4096)
+def _is_package_directory(directory: str) -> bool:
+    """A regular package (`__init__.py`), or a directory inside one (a namespace portion, as
+    Python imports it: facenet_pytorch/models/utils)."""
+    import os
+
+    if os.path.isfile(os.path.join(directory, "__init__.py")):
+        return True
+    parent = os.path.dirname(directory)
+    return parent != directory and _is_package_directory(parent)
 
 
 # -- one module ---------------------------------------------------------------------------------
