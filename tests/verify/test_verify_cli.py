@@ -254,6 +254,17 @@ def test_a_namespace_package_is_found_and_rewritten_as_the_source_root(monkeypat
     assert lacking(data, "original") == ["upsample_bilinear2d"] and lacking(data, "rewritten") == []
 
 
+def test_a_name_from_a_package_init_left_out_says_to_run_without_the_flag():
+    """ultralytics.utils imports `__version__` from ultralytics: with --skip-package-init the old
+    hint recommended the flag already given; the line now says the __init__.py is needed."""
+    failed = run(f"{FIXTURES}/needs_init_pkg/net.py:Net", "--input-shape", "1,3,8,8", "--skip-package-init")
+    assert failed.exit_code == 2
+    text = " ".join(failed.output.split())
+    assert "cannot import name '__version__' from 'needs_init_pkg'" in text
+    assert "needs_init_pkg's __init__.py defines it, and --skip-package-init does not run it; verify without --skip-package-init" in text
+    assert run(f"{FIXTURES}/needs_init_pkg/net.py:Net", "--input-shape", "1,3,8,8").exit_code == 0
+
+
 def test_forward_kwargs_reach_every_forward_call():
     """facexlib's MODNet-style `forward(img, inference)`: without the flag the forward fails and
     the error names --forward-kwargs; with it both models run (and are traced) with it."""

@@ -179,6 +179,13 @@ def describe_import_error(target: str, exc: BaseException) -> str:
     which module imports it (file and line), and how to proceed. Not a traceback."""
     importer = _importing_frame(exc)
     where = f"; imported by {importer[0]} ({importer[1]}:{importer[2]})" if importer else ""
+    bare = getattr(exc, "name", None)
+    if isinstance(exc, ImportError) and bare and getattr(sys.modules.get(bare), "__candle_port_bare__", False):
+        # `from ultralytics import __version__` in ultralytics.utils: the name comes from the
+        # __init__.py that --skip-package-init left out
+        reason = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
+        return (f"cannot import {target}: {reason}{where}: {bare}'s __init__.py defines it, and "
+                f"--skip-package-init does not run it; verify without --skip-package-init")
     package = _package_above(target, exc)
     if package is not None and target.startswith(package + "."):
         # The model's module never got to run: a package above it imports everything (model zoos'

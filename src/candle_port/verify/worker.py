@@ -57,7 +57,7 @@ class _NoCode(importlib.abc.Loader):
         return None
 
     def exec_module(self, module) -> None:
-        return None
+        module.__candle_port_bare__ = True  # what an import error names (spec.describe_import_error)
 
 
 class _BarePackages(importlib.abc.MetaPathFinder):
