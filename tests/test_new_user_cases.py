@@ -161,7 +161,7 @@ def test_a_syntax_error_is_one_short_line_at_the_right_place(tmp_path, source, w
 
     (tmp_path / "bad.py").write_text(source)
     done = run_tool(str(tmp_path / "bad.py"), tool=command)
-    [line] = [l for l in done.stderr.decode().splitlines() if "bad.py" in l]
+    [line] = [text_line for text_line in done.stderr.decode().splitlines() if "bad.py" in text_line]
     assert done.returncode == 3 and where in line and line.endswith(reason) and len(line) < 80 + len(str(tmp_path))
 
 

@@ -6,9 +6,6 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pytest
-import torch
-import torch.nn.functional as F
 
 from candle_port.api import fix_paths
 from candle_port.rewriters.vendor import build_vendored_source, vendored_module_name

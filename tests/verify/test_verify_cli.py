@@ -130,7 +130,7 @@ def test_planted_wrong_rewrite_fails_with_a_table(monkeypatch):
     assert result.exit_code == 1, result.output
     assert "MISMATCH" in result.stdout and "FAIL" in result.stdout
     assert "differ beyond 50 x the original's own rounding" in " ".join(result.stdout.split())
-    line = next(l for l in result.stdout.splitlines() if "output" in l and "MISMATCH" in l)
+    line = next(row for row in result.stdout.splitlines() if "output" in row and "MISMATCH" in row)
     assert "2x2x32x32" in line
 
 
