@@ -21,6 +21,7 @@ what a call site already reports (`functools.partial(nn.Conv3d, ...)`, `[...][i]
 from __future__ import annotations
 
 import ast
+import bisect
 
 from candle_port.analysis.apis import APIS_BY_QUALIFIED_NAME, Api
 from candle_port.analysis.names import Import, Resolver, Scope, ScopeBuilder
@@ -68,10 +69,51 @@ def class_values(tree: ast.Module, builder: ScopeBuilder, resolver: Resolver, so
     `skip`: ids of nodes a call site already covers (a partial's first argument)."""
     body_scopes = {id(info.node): info.body_scope for info in builder.functions if info.body_scope is not None}
     escaped: set[str] = set()  # names used as values (returned, passed, stored), not only called
+    found = _walk(tree, builder, resolver, source, skip, body_scopes, escaped, _spelled(builder, source.text))
+    aliases = {item[0].alias for item in found if item[0].alias is not None} - escaped
+    if aliases:  # where else the aliases are written: are they passed on?
+        _walk(tree, builder, resolver, source, skip, body_scopes, escaped, aliases)
+    # `Conv = nn.Conv3d` only called (`Conv(...)`, a call site) is an alias, not a class passed on.
+    found = [item for item in found if item[0].alias is None or item[0].alias in escaped]
+    found.sort(key=lambda item: (item[0].node.lineno, item[0].node.col_offset))
+    return found
+
+
+def _spelled(builder: ScopeBuilder, text: str) -> set[str]:
+    """The words a reference to such a class is written with: the class names in the text and
+    the module's own names for them (`from torch.nn import Conv3d as C3`)."""
+    words = {name for name in CLASS_NAMES if name in text}
+    for name, bindings in builder.module_scope.bindings.items():
+        if any(isinstance(b, Import) and b.qualified_name.rsplit(".", 1)[-1] in CLASS_NAMES for b in bindings):
+            words.add(name)
+    return words
+
+
+def _lines_with(text: str, words: set[str]) -> list[int]:
+    """The sorted numbers of the lines that hold any of `words` (a substring test: more, never fewer)."""
+    offsets: list[int] = []
+    for word in words:
+        at = text.find(word)
+        while at != -1:
+            offsets.append(at)
+            at = text.find(word, at + len(word))
+    return sorted({text.count("\n", 0, at) + 1 for at in offsets})
+
+
+def _walk(tree, builder, resolver, source, skip, body_scopes, escaped: set[str], words: set[str]):
+    """One pass over the statements whose lines hold one of `words` (others cannot hold a
+    reference spelled so): the references found, and the names seen used as values into `escaped`."""
+    lines = _lines_with(source.text, words)
     found: list[tuple[ClassValue, str, Api]] = []
+    if not lines:
+        return found
     stack: list[tuple[ast.AST, Scope, str | None, ast.Subscript | None]] = [(tree, builder.module_scope, None, None)]
     while stack:
         node, scope, use, picked = stack.pop()
+        if isinstance(node, ast.stmt):
+            i = bisect.bisect_left(lines, node.lineno)
+            if i == len(lines) or lines[i] > (node.end_lineno or node.lineno):
+                continue  # no line of it names such a class
         kind = type(node)
         if kind is ast.Name or kind is ast.Attribute:
             if use is not None and kind is ast.Name:
@@ -85,9 +127,6 @@ def class_values(tree: ast.Module, builder: ScopeBuilder, resolver: Resolver, so
             continue
         for child in _children(node, scope, use, picked, body_scopes, source):
             stack.append(child)
-    # `Conv = nn.Conv3d` only called (`Conv(...)`, a call site) is an alias, not a class passed on.
-    found = [item for item in found if item[0].alias is None or item[0].alias in escaped]
-    found.sort(key=lambda item: (item[0].node.lineno, item[0].node.col_offset))
     return found
 
 
