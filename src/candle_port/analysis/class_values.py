@@ -89,21 +89,22 @@ def _spelled(builder: ScopeBuilder, text: str) -> set[str]:
     return words
 
 
-def _lines_with(text: str, words: set[str]) -> list[int]:
+def _lines_with(source: Source, words: set[str]) -> list[int]:
     """The sorted numbers of the lines that hold any of `words` (a substring test: more, never fewer)."""
-    offsets: list[int] = []
+    text, starts = source.text, source.starts
+    lines: set[int] = set()
     for word in words:
         at = text.find(word)
         while at != -1:
-            offsets.append(at)
+            lines.add(bisect.bisect_right(starts, at))
             at = text.find(word, at + len(word))
-    return sorted({text.count("\n", 0, at) + 1 for at in offsets})
+    return sorted(lines)
 
 
 def _walk(tree, builder, resolver, source, skip, body_scopes, escaped: set[str], words: set[str]):
     """One pass over the statements whose lines hold one of `words` (others cannot hold a
     reference spelled so): the references found, and the names seen used as values into `escaped`."""
-    lines = _lines_with(source.text, words)
+    lines = _lines_with(source, words)
     found: list[tuple[ClassValue, str, Api]] = []
     if not lines:
         return found
