@@ -265,6 +265,14 @@ def test_a_name_from_a_package_init_left_out_says_to_run_without_the_flag():
     assert run(f"{FIXTURES}/needs_init_pkg/net.py:Net", "--input-shape", "1,3,8,8").exit_code == 0
 
 
+def test_a_model_making_float32_tensors_in_float64_says_to_verify_in_float32():
+    """torchvision's RAFT in float64: "expected scalar type Double but found Float" came alone."""
+    failed = run(f"{FIXTURES}/float32_made.py:MadeInFloat32", "--input-shape", "1,3,8,8", "--dtype", "float64")
+    assert failed.exit_code == 2
+    assert "cannot run in float64: verify it in float32 (drop --dtype float64)" in " ".join(failed.output.split())
+    assert run(f"{FIXTURES}/float32_made.py:MadeInFloat32", "--input-shape", "1,3,8,8").exit_code == 0
+
+
 def test_forward_kwargs_reach_every_forward_call():
     """facexlib's MODNet-style `forward(img, inference)`: without the flag the forward fails and
     the error names --forward-kwargs; with it both models run (and are traced) with it."""

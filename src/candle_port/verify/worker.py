@@ -282,6 +282,14 @@ def _gradcheck(model: Any, job: dict) -> dict:
     return {"ok": bool(ok), "shapes": shapes, "message": message, "seconds": round(time.monotonic() - start, 2)}
 
 
+def _mixes_float_widths(exc: BaseException) -> bool:
+    """Whether torch refused to mix float32 and float64 operands."""
+    text = str(exc)
+    return isinstance(exc, RuntimeError) and (
+        ("Double" in text and "Float" in text) or ("float" in text and "double" in text)
+    )
+
+
 class _NoGradient(Exception):
     """The loss does not depend on any input or parameter."""
 
@@ -301,6 +309,11 @@ def _forward_backward(model: Any, inputs: list, weights: dict | None, seed: int)
     except Exception as exc:
         hint = ("; pass it with --forward-kwargs JSON" if isinstance(exc, TypeError) and "forward()" in str(exc)
                 and "required" in str(exc) else "")
+        if leaves and leaves[0].dtype == torch.float64 and _mixes_float_widths(exc):
+            # torchvision's RAFT builds its coordinate grid in float32 inside the forward
+            hint += ("; the model holds or makes float32 tensors that .double() does not convert (one built in "
+                     "forward, a plain tensor attribute), so it cannot run in float64: verify it in float32 "
+                     "(drop --dtype float64)")
         raise WorkerError("forward", f"forward failed: {type(exc).__name__}: {exc}{hint}") from exc
     if weights is None:
         gen = torch.Generator().manual_seed(seed + 3)
