@@ -138,6 +138,26 @@ def test_messages_name_the_values():
     assert "(7, 7)" in cp109.message
 
 
+def test_cp107_says_when_the_stride_is_not_known_to_be_the_kernel():
+    """efficientnet_pytorch's `F.max_pool2d(x, self.kernel_size, self.stride, ...)` and
+    `partial(MaxPool2dStaticSamePadding, image_size=...)`: with the stride unknown, candle's
+    backward is wrong or missing, and the message no longer asserts the kernel == stride case."""
+    unknown = [
+        F + "y = F.max_pool2d(x, 3, stride=s)\n",
+        "import functools\n" + NN + "pool = functools.partial(nn.MaxPool2d, padding=0)\n",
+    ]
+    for source in unknown:
+        [finding] = check_source(source)
+        assert finding.code == "CP107" and "the stride is not known statically" in finding.message, source
+        assert "missing otherwise" in finding.message
+    known = [NN + "m = nn.MaxPool2d(2)\n", F + "y = F.max_pool2d(x, 2, 2)\n",
+             "import functools\n" + NN + "pool = functools.partial(nn.MaxPool2d, 2, 2)\n"]
+    for source in known:
+        [finding] = check_source(source)
+        assert finding.code == "CP107" and "silently wrong (no error)" in finding.message, source
+        assert "not known statically" not in finding.message
+
+
 def test_cp109_is_an_error_when_proven_and_a_warning_when_the_size_is_not_known():
     [proven] = check_source(NN + "m = nn.AdaptiveAvgPool2d(7)\n")
     [guessed] = check_source(F + "def pool(x, size=1):\n    return F.adaptive_avg_pool2d(x, size)\n")

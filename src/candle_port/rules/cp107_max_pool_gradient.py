@@ -71,9 +71,22 @@ class MaxPoolGradient(Rule):
             scale = f"1/{area} of the true gradient" if area > 1 else "the true gradient only for a 1-wide window"
         else:
             scale = "1/(kh*kw) of the true gradient"
-        yield Hit(
-            f"{describe_call(site)}: candle's max_pool2d backward is silently wrong (no error): "
-            f"the maximum gets {scale}",
-            applicable(site),
-            backward_only=True,
-        )
+        if _stride_is_kernel(site, kernels):
+            message = f"candle's max_pool2d backward is silently wrong (no error): the maximum gets {scale}"
+        else:  # `F.max_pool2d(x, 3, stride=s)`, `partial(nn.MaxPool2d, ...)` called with them later
+            message = (f"candle's max_pool2d backward is silently wrong where kernel == stride (the maximum gets "
+                       f"{scale}) and missing otherwise; the stride is not known statically")
+        yield Hit(f"{describe_call(site)}: {message}", applicable(site), backward_only=True)
+
+
+def _stride_is_kernel(site: Site, kernels) -> bool:
+    """Whether literals prove stride == kernel: omitted or None (torch's default is the kernel), or
+    both written and equal. A functools.partial's omitted stride may be given where it is called."""
+    if site.kind == "partial" and "stride" not in site.arguments:
+        return False
+    known, stride = literal(site.value("stride"))
+    if not known:
+        return False
+    if stride in (None, [], ()):
+        return True
+    return kernels is not None and int_tuple(stride, dims_of(site)) == kernels
