@@ -34,10 +34,11 @@ class Site:
     subclass), "chosen" (a layer class indexed out of a literal collection at run time:
     `POOLS[dim - 1](...)`), "picked" (the same with a literal index: decided), "wrapper" (a call
     of a project function or class that passes one of its parameters through to the API's mode:
-    `resize(x, mode='bilinear')`), "value" (a layer class candle cannot run whatever its arguments,
-escaping as a value: `return nn.Conv3d`, `conv_op=nn.Conv3d`; class_values.py; `used_as` says
-how, and `chosen_from` the subscript when picked out of a literal at run time). `no_grad`: `with torch.no_grad()` / `@torch.inference_mode()`
-    when the call runs with gradients off (grad_mode.py). `chosen_from`: `POOLS[dim - 1]`, for
+    `resize(x, mode='bilinear')`), "value" (a layer class candle cannot run whatever its
+    arguments, escaping as a value: `return nn.Conv3d`, `conv_op=nn.Conv3d`; class_values.py;
+    `used_as` says how, and `chosen_from` the subscript when picked out of a literal at run
+    time). `no_grad`: `with torch.no_grad()` / `@torch.inference_mode()` when the call runs with
+    gradients off (grad_mode.py). `chosen_from`: `POOLS[dim - 1]`, for
     kinds "chosen" and "picked". `lookup` decides names from the project index (values.Lookup).
     For kind "wrapper": `wrapper`, the wrapper's qualified name, and `wrapper_default`, the mode
     its default gives when not passed."""
@@ -375,18 +376,28 @@ def _chosen_sites(call: ast.Call, scope: Scope, resolver: Resolver, source: Sour
         kind = "picked"
     else:
         kind = "chosen"
+    return _layer_sites(call, scope, resolver, [value for _, value in items], collection_scope, kind,
+                        code_of(func, source).strip())
+
+
+def _layer_sites(call: ast.Call, scope: Scope, resolver: Resolver, candidates, candidate_scope: Scope, kind: str,
+                 chosen_from: str, skip_whatever_its_arguments: bool = False) -> list[Site]:
+    """One site at `call` per pooling or transposed-convolution layer class among `candidates`
+    (each API once), with the call's arguments bound."""
     sites: list[Site] = []
     seen: set[str] = set()
-    for _, value in items:
-        api_found = _api_of(value, collection_scope, resolver)
+    for candidate in candidates:
+        api_found = _api_of(candidate, candidate_scope, resolver)
         if api_found is None:
             continue
         name, api = api_found
         if not api.is_module or api.family not in _CHOSEN_FAMILIES or api.name in seen:
             continue
+        if skip_whatever_its_arguments and unsupported_whatever_its_arguments(api):
+            continue
         seen.add(api.name)
         site = Site(call, api, name, kind, scope, resolver)
-        site.chosen_from = code_of(func, source).strip()
+        site.chosen_from = chosen_from
         _bind_arguments(site, call.args, call.keywords)
         sites.append(site)
     return sites
@@ -410,21 +421,8 @@ def _conditional_sites(call: ast.Call, scope: Scope, resolver: Resolver, source:
             pending += reversed(node.values)
         else:
             leaves.append(node)
-    sites: list[Site] = []
-    seen: set[str] = set()
-    for leaf in leaves:
-        api_found = _api_of(leaf, binding.scope, resolver)
-        if api_found is None:
-            continue
-        name, api = api_found
-        if not api.is_module or api.family not in _CHOSEN_FAMILIES or unsupported_whatever_its_arguments(api) or api.name in seen:
-            continue
-        seen.add(api.name)
-        site = Site(call, api, name, "chosen", scope, resolver)
-        site.chosen_from = call.func.id
-        _bind_arguments(site, call.args, call.keywords)
-        sites.append(site)
-    return sites
+    return _layer_sites(call, scope, resolver, leaves, binding.scope, "chosen", call.func.id,
+                        skip_whatever_its_arguments=True)
 
 
 def _collection(node: ast.expr, scope: Scope, resolver: Resolver):

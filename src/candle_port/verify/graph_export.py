@@ -43,7 +43,6 @@ A node whose op returns a tuple is read through the following ``getitem`` nodes
 from __future__ import annotations
 
 import contextlib
-
 import json
 import math
 import os

@@ -119,13 +119,15 @@ def resolve_source_root(spec: ModelSpec, source_root: str | os.PathLike | None) 
         if not path.exists():
             raise SpecError(f"--source-root {source_root} does not exist")
     modules: dict[str, str] = {}
-    if path.is_file() or (path / "__init__.py").is_file():
+    regular = path.is_file() or (path / "__init__.py").is_file()
+    namespace = None if regular or not path.is_dir() else _namespace_package(spec, path)
+    if regular:
         _, parts = _package_chain(path)
         name = ".".join(parts)
         modules[name] = path.name
-    elif path.is_dir() and _namespace_package(spec, path):
+    elif namespace is not None:
         # a package without __init__.py on the model's dotted path (PEP 420: facenet_pytorch/models)
-        modules[_namespace_package(spec, path)] = path.name
+        modules[namespace] = path.name
     elif path.is_dir():
         for child in sorted(path.iterdir()):
             if child.suffix == ".py" and child.is_file():
@@ -135,7 +137,7 @@ def resolve_source_root(spec: ModelSpec, source_root: str | os.PathLike | None) 
     else:
         raise SpecError(f"--source-root {source_root} is neither a file nor a directory")
     covered = any(spec.module == m or spec.module.startswith(m + ".") for m in modules)
-    plain_dir = path.is_dir() and not (path / "__init__.py").is_file() and not _namespace_package(spec, path)
+    plain_dir = path.is_dir() and not regular and namespace is None
     if not covered and plain_dir:
         raise SpecError(
             f"the model's module {spec.module} ({spec.module_file}) is not inside the source root {path}"
@@ -144,7 +146,7 @@ def resolve_source_root(spec: ModelSpec, source_root: str | os.PathLike | None) 
         raise SpecError(f"--source-root {path} is a plain directory but not the one {spec.module} is imported from")
     # A module or package root outside the model's file is allowed (a factory script building e.g. a
     # transformers model from a config); the run then checks that the model really imported the root.
-    return SourceRoot(path, modules, driver=not covered, namespace=path.is_dir() and _namespace_package(spec, path) is not None)
+    return SourceRoot(path, modules, driver=not covered, namespace=namespace is not None)
 
 
 def parse_config_class(text: str) -> tuple[str, str]:

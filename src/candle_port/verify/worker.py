@@ -40,7 +40,8 @@ class _Redirect(importlib.abc.MetaPathFinder):
         if location is None:
             return None
         if os.path.isdir(location) and not os.path.isfile(os.path.join(location, "__init__.py")):
-            spec = importlib.machinery.ModuleSpec(fullname, _NoCode(), is_package=True)  # a namespace package
+            # a namespace package (no loader: Python's own), not one whose __init__.py is left out
+            spec = importlib.machinery.ModuleSpec(fullname, None, is_package=True)
             spec.submodule_search_locations = [location]
             return spec
         if os.path.isdir(location):
