@@ -56,10 +56,10 @@ class ClassValue:
 
     def __init__(self, node: ast.expr, scope: Scope, used_as: str, picked_from: ast.Subscript | None = None) -> None:
         # `Conv = nn.Conv3d`: the name, kept only if the name is also used as a value somewhere
-        self.alias = used_as[len(_ALIAS) : -1] if used_as.startswith(_ALIAS) else None
+        self.alias = used_as.name if isinstance(used_as, _AliasUse) else None
         self.node = node
         self.scope = scope
-        self.used_as = f"assigned to `{self.alias}`" if self.alias is not None else used_as
+        self.used_as = str(used_as)
         self.picked_from = picked_from
 
 
@@ -252,7 +252,15 @@ def _call_parts(node: ast.Call, scope: Scope, source: Source):
         yield keyword.value, scope, use if keyword.arg is None else f"{use} as `{keyword.arg}`", None
 
 
-_ALIAS = "assigned to alias `"
+class _AliasUse(str):
+    """How a class assigned to a plain name is used ("assigned to `Conv`"), knowing the name."""
+
+    name: str
+
+    def __new__(cls, name: str) -> "_AliasUse":
+        use = super().__new__(cls, f"assigned to `{name}`")
+        use.name = name
+        return use
 
 
 def _assignment_use(targets: list[ast.expr], value: ast.expr, use: str | None, source: Source) -> str | None:
@@ -268,7 +276,7 @@ def _assignment_use(targets: list[ast.expr], value: ast.expr, use: str | None, s
     if not names:
         return None
     if isinstance(value, (ast.Name, ast.Attribute)):
-        return f"{_ALIAS}{names[0]}`"
+        return _AliasUse(names[0])
     return f"assigned to `{names[0]}`"
 
 
