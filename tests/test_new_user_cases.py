@@ -243,6 +243,19 @@ def test_port_fix_include_no_grad_flag(tmp_path):
         pytest.param(NN + "m = (nn.Conv2d, nn.Identity)[k](8, 8, 3)\n", [], id="no-candle-problem-in-the-collection"),
         pytest.param("m = (str, int)[k](2)\n", [], id="not-layers"),
         pytest.param(NN + "m = layers[k](3, 2)\n", [], id="unknown-collection"),
+        # demucs' HDemucs: a name rebound from one layer class to another builds a layer chosen at run time
+        pytest.param(
+            NN + "pool = nn.MaxPool2d\nif c:\n    pool = nn.AvgPool2d\nm = pool(3, 1)\n",
+            [("CP106", "warning"), ("CP106", "warning")],
+            id="rebound-name-each-class-judged",
+        ),
+        pytest.param(
+            NN + "k = nn.ConvTranspose1d\nif c:\n    k = nn.ConvTranspose2d\nm = k(8, 8, (4, 1), (2, 1))\n",
+            [("CP108", "error")],
+            id="rebound-name-unsupported-class-is-a-value-site",
+        ),
+        pytest.param(NN + "k = nn.ConvTranspose1d\nm = k(8, 8, 4, 2)\n", [("CP108", "error")], id="bound-once-call-site"),
+        pytest.param(NN + "act = nn.ReLU\nif c:\n    act = nn.GELU\nm = act()\n", [], id="rebound-not-our-layers"),
     ],
 )
 def test_layer_classes_reached_through_a_name_a_tuple_or_a_dict(source, expected):
@@ -257,6 +270,21 @@ def test_layer_chosen_at_run_time_is_said_and_refused_by_port_fix():
     assert all("POOLS[dim - 1], layer chosen at run time" in f.message and not f.fixes for f in findings)
     result = fix_source(source, strategy="runtime")
     assert result.text == source and not result.fixed and "rewrite the collection by hand" in result.refused[0].reason
+
+
+def test_a_name_rebound_to_another_class_is_swapped_where_assigned():
+    """demucs' HDemucs: `klass_tr = nn.ConvTranspose1d`, then `if freq: klass_tr = nn.ConvTranspose2d`.
+    The class candle cannot run whatever its arguments is reported and swapped where it is assigned
+    (not refused at the call as a rebound name); the other class is judged at the call."""
+    from candle_port.api import fix_source
+
+    source = NN + "klass_tr = nn.ConvTranspose1d\nif freq:\n    klass_tr = nn.ConvTranspose2d\nm = klass_tr(8, 8, 4, 2)\n"
+    [finding] = check_source(source)
+    assert (finding.line, finding.code) == (2, "CP108") and "a name rebound to another class" in finding.message
+    result = fix_source(source, strategy="runtime")
+    assert "klass_tr = candle_runtime.ConvTranspose1d\n" in result.text and not result.refused
+    assert "klass_tr = nn.ConvTranspose2d\n" in result.text and "m = klass_tr(8, 8, 4, 2)\n" in result.text
+    assert check_source(result.text) == []
 
 
 def test_upsampling_bilinear2d_is_described_by_what_it_implies_not_a_mode_argument():

@@ -24,7 +24,7 @@ import ast
 import bisect
 
 from candle_port.analysis.apis import APIS_BY_QUALIFIED_NAME, Api
-from candle_port.analysis.names import Import, Resolver, Scope, ScopeBuilder
+from candle_port.analysis.names import Alias, Import, Resolver, Scope, ScopeBuilder
 from candle_port.analysis.values import Source, code_of
 
 _TYPE_TESTS = frozenset({"isinstance", "issubclass", "super", "getattr", "hasattr", "setattr", "type"})
@@ -73,10 +73,39 @@ def class_values(tree: ast.Module, builder: ScopeBuilder, resolver: Resolver, so
     aliases = {item[0].alias for item in found if item[0].alias is not None} - escaped
     if aliases:  # where else the aliases are written: are they passed on?
         _walk(tree, builder, resolver, source, skip, body_scopes, escaped, aliases)
-    # `Conv = nn.Conv3d` only called (`Conv(...)`, a call site) is an alias, not a class passed on.
-    found = [item for item in found if item[0].alias is None or item[0].alias in escaped]
+    # `Conv = nn.Conv3d` only called (`Conv(...)`, a call site) is an alias, not a class passed on;
+    # rebound to another class, its calls build a layer chosen at run time: this is where to swap.
+    kept = []
+    for item in found:
+        reference = item[0]
+        if reference.alias is not None and reference.alias not in escaped:
+            if not rebound_layer_aliases(reference.alias, reference.scope, resolver):
+                continue
+            reference.used_as = f"assigned to `{reference.alias}`, a name rebound to another class"
+        kept.append(item)
+    found = kept
     found.sort(key=lambda item: (item[0].node.lineno, item[0].node.col_offset))
     return found
+
+
+def rebound_layer_aliases(name: str, scope: Scope, resolver: Resolver) -> list[Alias] | None:
+    """The bindings of `name` when it is rebound from one layer class to another (demucs' HDemucs:
+    `klass_tr = nn.ConvTranspose1d`, then `if freq: klass_tr = nn.ConvTranspose2d`), else None.
+
+    Every binding is a plain alias and they name at least two APIs, one a layer class: its calls
+    build a layer chosen at run time (sites.py judges each class with the call's arguments), and a
+    class candle cannot run whatever its arguments is swapped where it is assigned (a value site).
+    """
+    bindings = resolver.lookup(name, scope) or []
+    if len(bindings) < 2 or not all(isinstance(b, Alias) for b in bindings):
+        return None
+    names: set[str] = set()
+    for binding in bindings:
+        names |= resolver.qualified_names(binding.expression, binding.scope)
+    apis = [APIS_BY_QUALIFIED_NAME.get(n) for n in names]
+    if len(names) < 2 or not any(api is not None and api.is_module for api in apis):
+        return None
+    return bindings  # type: ignore[return-value]
 
 
 def _spelled(builder: ScopeBuilder, text: str) -> set[str]:

@@ -11,9 +11,9 @@ from __future__ import annotations
 import ast
 
 from candle_port.analysis.apis import APIS_BY_QUALIFIED_NAME, PARTIAL_QUALIFIED_NAMES, Api
-from candle_port.analysis.class_values import class_values, may_pass_classes, unsupported_whatever_its_arguments
+from candle_port.analysis.class_values import class_values, may_pass_classes, rebound_layer_aliases, unsupported_whatever_its_arguments
 from candle_port.analysis.grad_mode import no_grad_reason
-from candle_port.analysis.names import ClassInfo, Collection, Import, Param, Resolver, Scope, ScopeBuilder, all_params, dotted_name
+from candle_port.analysis.names import Alias, ClassInfo, Collection, Import, Param, Resolver, Scope, ScopeBuilder, all_params, dotted_name
 from candle_port.analysis.names import Value as Assigned
 from candle_port.analysis.values import Source, Value, code_of, evaluate, omitted, partial_literals
 
@@ -324,6 +324,8 @@ def _imported_subclass(func: ast.expr, scope: Scope, resolver: Resolver) -> bool
 
 
 def _site_for_call(call: ast.Call, scope: Scope, resolver: Resolver) -> Site | None:
+    if isinstance(call.func, ast.Name) and rebound_layer_aliases(call.func.id, scope, resolver):
+        return None  # a layer chosen at run time (_chosen_sites)
     found = _api_of(call.func, scope, resolver)
     if found is not None:
         name, api = found
@@ -361,6 +363,9 @@ def _chosen_sites(call: ast.Call, scope: Scope, resolver: Resolver, source: Sour
     """
     func = call.func
     if isinstance(func, ast.Name):
+        aliases = rebound_layer_aliases(func.id, scope, resolver)
+        if aliases:
+            return _rebound_sites(call, scope, resolver, aliases)
         return _conditional_sites(call, scope, resolver, source)
     if not isinstance(func, ast.Subscript) or isinstance(func.slice, (ast.Slice, ast.Tuple)):
         return []
@@ -423,6 +428,20 @@ def _conditional_sites(call: ast.Call, scope: Scope, resolver: Resolver, source:
             leaves.append(node)
     return _layer_sites(call, scope, resolver, leaves, binding.scope, "chosen", call.func.id,
                         skip_whatever_its_arguments=True)
+
+
+def _rebound_sites(call: ast.Call, scope: Scope, resolver: Resolver, aliases: list[Alias]) -> list[Site]:
+    """`klass_tr = nn.ConvTranspose1d; if freq: klass_tr = nn.ConvTranspose2d; klass_tr(...)`
+    (demucs' HDemucs): a layer chosen at run time, one site per pooling or transposed-convolution
+    class the name can hold, judged with the call's arguments. The classes candle cannot run
+    whatever their arguments are value sites where they are assigned (class_values.py)."""
+    sites: list[Site] = []
+    for alias in aliases:
+        for site in _layer_sites(call, scope, resolver, [alias.expression], alias.scope, "chosen", call.func.id,
+                                 skip_whatever_its_arguments=True):
+            if all(site.api.name != other.api.name for other in sites):
+                sites.append(site)
+    return sites
 
 
 def _collection(node: ast.expr, scope: Scope, resolver: Resolver):

@@ -11,6 +11,7 @@ from __future__ import annotations
 import ast
 import math
 
+from candle_port.analysis.class_values import rebound_layer_aliases
 from candle_port.analysis.sites import Site
 from candle_port.records import Record
 
@@ -90,7 +91,11 @@ def common_refusal(site: Site) -> str | None:
     if site.kind == "wrapper":
         return f"the call passes its mode to {site.wrapper}, where the API is rewritten"
     if site.kind in ("chosen", "picked"):
-        conditional = isinstance(site.call.func, ast.Name)  # `pool_op = A if c else B; pool_op(...)`
+        func = site.call.func
+        if isinstance(func, ast.Name) and rebound_layer_aliases(func.id, site.scope, site.resolver):
+            return (f"the layer is chosen at run time (`{func.id}` is assigned more than one class); rewrite "
+                    "the assignments by hand, " + CONVERT_HINT)
+        conditional = isinstance(func, ast.Name)  # `pool_op = A if c else B; pool_op(...)`
         how, what = ("chosen by a conditional", "conditional") if conditional else ("indexed out of a collection", "collection")
         return f"the layer is {how} ({site.chosen_from}); rewrite the {what} by hand, " + CONVERT_HINT
     if not has_drop_in(site):
