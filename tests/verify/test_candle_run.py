@@ -78,6 +78,11 @@ CASES = {
     # native candle_nn::ops::layer_norm: no float64 kernel; in float32 no gradient at all (silent cut)
     "layer_norm": (lambda: Fn(nn.LayerNorm(9)), X4, "port"),
     "linear": (lambda: Fn(nn.Linear(9, 5)), X4, "both"),
+    # demucs' 1x1 rewrite convolutions: glu over the channels (and the last dim)
+    "glu": (lambda: Fn(lambda y: F.glu(y, dim=1) + F.glu(y[..., :8]).mean()), X4, "both"),
+    # demucs normalises its input by the mixture's std (aten.std.correction), also unbiased=False
+    "std-var": (lambda: Fn(lambda y: y / y.std(dim=(1, 2), keepdim=True) + y.std(-1, correction=0)[..., None]
+                           + y.var(1, keepdim=True)), X4, "both"),
     "matmul-bmm": (lambda: Fn(lambda y: torch.matmul(y, y.transpose(-1, -2))), X4, "both"),
     "arith": (lambda: Fn(lambda y: (y * 2 - 1) / (y.abs() + 1) + y ** 2 - torch.exp(-y.abs())), X4, "both"),
     "activations": (lambda: Fn(lambda y: F.silu(y) + torch.sigmoid(y) + torch.tanh(y) + F.hardswish(y)
@@ -374,6 +379,35 @@ def test_unmapped_op_is_named_with_its_line(binary):
     failing = result["port"]["failing_ops"]
     assert failing[0]["op"] == "aten.cumsum.default" and failing[0]["status"] == "no_mapping"
     assert Path(failing[0]["location"].rsplit(":", 1)[0]).name == Path(__file__).name
+
+
+class _Decoder1d(nn.Module):
+    """demucs' decoder: ConvTranspose1d layers called in one loop (one source line)."""
+
+    def __init__(self):
+        super().__init__()
+        self.layers = nn.ModuleList([nn.ConvTranspose1d(3, 3, 4, 2), nn.ConvTranspose1d(3, 2, 4, 2)])
+
+    def forward(self, x):
+        for layer in self.layers:
+            x = layer(x)
+        return x
+
+
+def test_native_conv_transpose1d_backward_refusal_is_pinned_on_its_line_once(binary):
+    """candle's `backward is not supported for conv-transpose1d` names the line of the layers (one
+    line for a loop, with the count) rather than only every gradient missing; the ops the modes run
+    differently are not blamed for it."""
+    torch.manual_seed(0)
+    model = _Decoder1d().double().train()
+    result = check_in_candle(model, [torch.randn(2, 3, 9, dtype=torch.float64)], binary=binary)
+    native = result["native"]
+    assert result["port"]["ok"] and not native["ok"] and not native["suspects"]
+    pinned = [op for op in native["failing_ops"] if op["status"] == "backward_error"]
+    assert len(pinned) == 2 and all("conv-transpose1d" in op["message"] for op in pinned)
+    lines = [line for line in summary_lines(result) if "backward_error" in line]
+    assert len(lines) == 1 and lines[0].endswith("(x2)") and "x = layer(x)" not in lines[0], lines
+    assert Path(pinned[0]["location"].rsplit(":", 1)[0]).name == Path(__file__).name
 
 
 def test_port_fixed_unet_trains_in_native_candle(binary, tmp_path):

@@ -273,6 +273,13 @@ def test_a_model_making_float32_tensors_in_float64_says_to_verify_in_float32():
     assert run(f"{FIXTURES}/float32_made.py:MadeInFloat32", "--input-shape", "1,3,8,8").exit_code == 0
 
 
+def test_a_load_state_dict_override_that_returns_nothing_loads():
+    """demucs' Demucs: "cannot unpack non-iterable NoneType object" stopped verify at the state_dict."""
+    result, data = run_json(f"{FIXTURES}/state_dict_override.py:RenamingLoader", "--input-shape", "1,2,18")
+    assert result.exit_code == 0, result.output
+    assert data["verdict"] == "pass"
+
+
 def test_forward_kwargs_reach_every_forward_call():
     """facexlib's MODNet-style `forward(img, inference)`: without the flag the forward fails and
     the error names --forward-kwargs; with it both models run (and are traced) with it."""

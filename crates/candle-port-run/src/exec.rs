@@ -160,7 +160,7 @@ pub fn execute(
             Err(e) => {
                 let message = first_line(&e);
                 for (node, r) in graph.nodes.iter().zip(rows.iter_mut()) {
-                    let used = ops::candle_op_used(&node.op, mode);
+                    let used = ops::candle_op_used(&Args { node, env: &env }, mode);
                     if r.status == "ok"
                         && used.is_some_and(|op| message.contains(&format!("for {op}")))
                     {

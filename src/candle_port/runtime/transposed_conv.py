@@ -356,6 +356,13 @@ def _tc_transposed(nd, torch_fn, input, weight, bias, stride, padding, output_pa
         ok = all((n - 1) * st - 2 * pd + dl * (kk - 1) + o + 1 > 0 for n, st, pd, dl, kk, o in zip(sizes, s, p, d, k, op))
     if not ok:
         return torch_fn(*args)  # torch raises, or computes what needs no composition
+    if nd == 1:
+        # candle 0.11.0's conv1d weight gradient is wrong for batch > 1 with > 1 input channels
+        # (measured, docs/verify-candle.md): a 2-D transposed convolution of height 1, whose
+        # conv2d candle differentiates right (a height-1 kernel makes the H dilation moot)
+        y = _tc_transposed(2, F.conv_transpose2d, input.unsqueeze(-2), weight.unsqueeze(-2), bias, (1, s[0]),
+                           (0, p[0]), (0, op[0]), groups, (d[0], d[0]))
+        return y.squeeze(-2).contiguous()
     batched = input.dim() == nd + 2
     x = input if batched else input.unsqueeze(0)
     if tuple(weight.shape[2:]) == s and not any(p + op) and all(v == 1 for v in d):
@@ -389,20 +396,24 @@ def conv_transpose1d(
     Input (N, C_in, L) or (C_in, L), weight (C_in, C_out/groups, k). Output length
     ``(L - 1) s - 2p + d (k - 1) + op + 1``.
 
-    **Composition.** ``index_select`` of the input along L with a host-built table that inserts
-    ``s - 1`` zeros between elements and pads ``d (k - 1) - p`` zeros left and that plus ``op``
-    right (a negative pad crops; the zeros come from one concatenated zero slice), then
-    ``conv1d(stride 1, padding 0, dilation d, groups g)`` with the weight reshaped to
-    (C_out, C_in/g, k) per group and reversed along k (``index_select``). The same in candle::
+    **Composition.** :func:`conv_transpose2d` on the input and weight with a height-1 axis
+    inserted (``unsqueeze(-2)``; stride ``(1, s)``, padding ``(0, p)``), squeezed after: candle
+    0.11.0's ``conv1d`` returns a wrong weight gradient for batch > 1 with more than one input
+    channel (measured, docs/verify-candle.md), its ``conv2d`` a right one. Along L, an
+    ``index_select`` with a host-built table inserts ``s - 1`` zeros between elements and pads
+    ``d (k - 1) - p`` zeros left and that plus ``op`` right (a negative pad crops; the zeros come
+    from one concatenated zero slice), then ``conv2d(stride 1, padding 0, dilation d, groups g)``
+    with the weight reshaped to (C_out, C_in/g, 1, k) per group and reversed along k
+    (``index_select``). The same in candle::
 
         let xz = Tensor::cat(&[&x, &x.zeros_like()?.narrow(2, 0, 1)?], 2)?;
-        let xd = xz.index_select(&table, 2)?;                  // Op::IndexSelect
+        let xd = xz.index_select(&table, 2)?.unsqueeze(2)?;    // Op::IndexSelect
         let w = w.reshape((g, cin / g, cout_g, k))?.transpose(1, 2)?
-                 .reshape((g * cout_g, cin / g, k))?.index_select(&rev_k, 2)?;
-        let y = xd.conv1d(&w, 0, 1, d, g)?;                     // Op::Conv1D, full backward
-        // + bias.reshape((1, cout, 1)) broadcast-added; never candle's conv_transpose1d
+                 .reshape((g * cout_g, cin / g, k))?.index_select(&rev_k, 2)?.unsqueeze(2)?;
+        let y = xd.conv2d(&w, 0, 1, d, g)?.squeeze(2)?;        // Op::Conv2D, full backward
+        // + bias.reshape((1, cout, 1)) broadcast-added; never candle's conv_transpose1d or conv1d
 
-    With dilation 1 and stride above 1, outside that recipe and faster: one ``conv1d`` per output
+    With dilation 1 and stride above 1, outside that recipe and faster: one ``conv2d`` per output
     residue ``rho`` (taps ``r, r + s, ...`` reversed, input padded or cut per residue), the ``s``
     results ``stack``-ed on a last axis and reshaped, then cut to the output length (see the
     module docstring; the values are the same sums).

@@ -392,7 +392,7 @@ def check_in_candle(model: Any, inputs: Sequence[Any], seed: int = 0, modes: Seq
     # native ran every op but its gradients differ or are missing (a fused softmax cuts them),
     # with no op measured wrong, while port mode equals torch: name the ops the modes run differently
     if (native and port and port["ok"] and not native["ok"] and "error" not in native
-            and not native["failing_ops"] and not native["suspects"]):
+            and native["backward"]["ok"] and not native["failing_ops"] and not native["suspects"]):
         native["suspects"] = mode_difference_suspects(graph)
     ops = sorted({n["op"] for n in graph["nodes"]})
     final = results.get("port", next(iter(results.values())))
@@ -447,12 +447,17 @@ def summary_lines(result: dict) -> list[str]:
             lines.append(f"  closest to its bound: {close['kind']}.{close['name']} {close['rel_to_scale']:.2e} of scale, "
                          f"allowed {close['allowed']:.2e}: {close['reason']}")
         skipped = [op for op in r["failing_ops"] if op["status"] == "skipped"]
+        failing: dict[str, int] = {}  # one line per distinct failure (a layer called in a loop fails once per call)
         for op in r["failing_ops"]:
-            if op["status"] == "skipped":
-                continue
-            lines.append(f"  {op['location'] or '?'}: {op['op']}: {op['status']}: {op.get('message') or ''}")
+            if op["status"] != "skipped":
+                line = f"  {op['location'] or '?'}: {op['op']}: {op['status']}: {op.get('message') or ''}"
+                failing[line] = failing.get(line, 0) + 1
+        lines += [line + (f" (x{count})" if count > 1 else "") for line, count in failing.items()]
         if skipped:
             lines.append(f"  {len(skipped)} later ops not run (an input failed)")
+        backward = r.get("backward") or {}
+        if backward.get("ran") and not backward.get("ok") and not backward.get("nodes"):  # not pinned on a node above
+            lines.append(f"  backward stopped: {backward.get('message') or '?'}")
         if r["missing_gradients"]:
             lines.append(f"  no gradient for: {', '.join(r['missing_gradients'])}")
         for op in r.get("suspects", []):

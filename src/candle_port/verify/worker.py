@@ -424,6 +424,13 @@ def run(job: dict) -> None:
     return _run(job)
 
 
+def _key_difference(model, state: dict) -> tuple[list[str], list[str]]:
+    """(missing, unexpected) keys, for a `load_state_dict` override that returns nothing (demucs'
+    Demucs renames old keys, then calls torch's and drops its result)."""
+    own, given = set(model.state_dict()), set(state)
+    return sorted(own - given), sorted(given - own)
+
+
 def _run(job: dict) -> None:
     import torch
 
@@ -448,9 +455,10 @@ def _run(job: dict) -> None:
         ref = _wait_for(Path(job["reference"]))
         inputs = ref["inputs"]
         try:
-            missing, unexpected = model.load_state_dict(ref["state_dict"], strict=False)
+            loaded = model.load_state_dict(ref["state_dict"], strict=False)
         except Exception as exc:
             raise WorkerError("state_dict", f"the original's state_dict does not load: {str(exc).strip().splitlines()[0]}") from exc
+        missing, unexpected = loaded if loaded is not None else _key_difference(model, ref["state_dict"])
         result["load"] = {"missing": list(missing), "unexpected": list(unexpected)}
     pristine = _pristine_copy(model) if job["role"] == "original" else None
     t0 = time.monotonic()

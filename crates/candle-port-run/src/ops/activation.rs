@@ -1,5 +1,6 @@
 //! Activations and softmax: `relu`, `gelu` (erf and tanh forms), `silu`, `sigmoid`, `tanh`,
-//! `hardtanh`, `hardswish`, `prelu`, (`x * clamp(x + 3, 0, 6) / 6`), `hardsigmoid`, `leaky_relu`, `elu`;
+//! `hardtanh`, `hardswish`, `prelu`, (`x * clamp(x + 3, 0, 6) / 6`), `hardsigmoid`, `leaky_relu`, `elu`,
+//! `glu` (`a * sigmoid(b)` of the two halves);
 //! `_softmax`/`_log_softmax`: in native mode candle_nn's (`softmax_last_dim` on the last dim),
 //! in port mode composed as `exp(x - max) / sum`.
 
@@ -37,6 +38,7 @@ pub fn run(name: &str, args: &Args, mode: OpsMode) -> Option<Result<Value>> {
             x.relu()?.add(&neg)
         })(),
         "_prelu_kernel" | "prelu" => prelu(&x, args),
+        "glu" => glu(&x, args),
         // _safe_softmax differs only on rows that are all -inf (0 instead of NaN).
         "_safe_softmax" => softmax("_softmax", &x, args, mode),
         "_softmax" | "_log_softmax" => softmax(name, &x, args, mode),
@@ -62,6 +64,7 @@ fn known(name: &str) -> bool {
             | "_log_softmax"
             | "_prelu_kernel"
             | "prelu"
+            | "glu"
     )
 }
 
@@ -110,6 +113,18 @@ fn prelu(x: &Tensor, a: &Args) -> Result<Tensor> {
     let pos = x.gt(0.0)?.to_dtype(x.dtype())?;
     let neg = pos.affine(-1.0, 1.0)?;
     x.mul(&pos)?.add(&x.mul(&neg)?.broadcast_mul(&w)?)
+}
+
+/// `glu(x, dim)`: the first half along `dim` times the sigmoid of the second (demucs' 1x1
+/// rewrite convolutions, gated CNNs).
+fn glu(x: &Tensor, a: &Args) -> Result<Tensor> {
+    let d = dim(a.int_or(1, "dim", -1)?, x.rank())?;
+    let half = x.dims()[d] / 2;
+    if half * 2 != x.dims()[d] {
+        candle_core::bail!("glu: dim {d} has odd size {}", x.dims()[d])
+    }
+    x.narrow(d, 0, half)?
+        .mul(&candle_nn::ops::sigmoid(&x.narrow(d, half, half)?)?)
 }
 
 fn hard_sigmoid(x: &Tensor) -> Result<Tensor> {

@@ -98,6 +98,17 @@ fn convolution(a: &Args, mode: OpsMode) -> Result<Tensor> {
     }
 }
 
+/// `conv-transpose1d` for a 1-D transposed convolution in native mode, whose candle backward
+/// bails with `backward is not supported for conv-transpose1d` (port mode runs the twin).
+pub fn candle_op_used(name: &str, a: &Args, mode: OpsMode) -> Option<&'static str> {
+    if mode != OpsMode::Native || !matches!(name, "convolution" | "_convolution") {
+        return None;
+    }
+    let rank = a.tensor(0, "input").ok()?.rank();
+    let transposed = a.bool_or(6, "transposed", false).ok()?;
+    (transposed && rank == 3).then_some("conv-transpose1d")
+}
+
 /// Whether port mode runs the candle-port-ops twin: candle has no 3-D convolution, no
 /// conv_transpose1d backward, and no conv_transpose2d groups or output_padding >= stride.
 fn needs_twin(

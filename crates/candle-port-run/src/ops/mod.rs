@@ -59,6 +59,7 @@ pub fn run(args: &Args, mode: OpsMode) -> Option<Result<Value>> {
 
 /// The candle op whose missing backward a mapping relies on in this mode, so that a
 /// `backward not supported for X` error can be pinned on the nodes that used X.
-pub fn candle_op_used(op: &str, mode: OpsMode) -> Option<&'static str> {
-    resize::candle_op_used(short_name(op), mode)
+pub fn candle_op_used(args: &Args, mode: OpsMode) -> Option<&'static str> {
+    let name = short_name(&args.node.op);
+    resize::candle_op_used(name, mode).or_else(|| conv::candle_op_used(name, args, mode))
 }

@@ -1,5 +1,5 @@
 //! Reductions: `sum` and `mean` (all elements or over dims, `keepdim`), `amax`/`amin` (one dim at
-//! a time with candle's `max_keepdim`/`min_keepdim`), `var` (with `correction`), `argmax`/`argmin`
+//! a time with candle's `max_keepdim`/`min_keepdim`), `var` and `std` (with `correction`), `argmax`/`argmin`
 //! (candle's first index of the extreme, as int64).
 
 use candle_core::{Result, Tensor};
@@ -10,7 +10,7 @@ use crate::value::{dim, Args, Value};
 /// Maps the reductions; `None` for other ops.
 pub fn run(name: &str, args: &Args, _mode: OpsMode) -> Option<Result<Value>> {
     let r = match name {
-        "sum" | "mean" | "amax" | "amin" | "var" => reduce(name, args),
+        "sum" | "mean" | "amax" | "amin" | "var" | "std" => reduce(name, args),
         "argmax" | "argmin" => arg_extreme(name, args),
         "linalg_vector_norm" => vector_norm(args),
         _ => return None,
@@ -73,7 +73,7 @@ fn reduce(name: &str, a: &Args) -> Result<Tensor> {
     let y = match name {
         "sum" => x.sum_keepdim(dims.as_slice())?,
         "mean" => x.mean_keepdim(dims.as_slice())?,
-        "var" => {
+        "var" | "std" => {
             let correction = a
                 .node
                 .kwargs
@@ -82,10 +82,15 @@ fn reduce(name: &str, a: &Args) -> Result<Tensor> {
                 .unwrap_or(1.0);
             let n: usize = dims.iter().map(|&d| x.dims()[d]).product();
             let centered = x.broadcast_sub(&x.mean_keepdim(dims.as_slice())?)?;
-            centered
+            let var = centered
                 .sqr()?
                 .sum_keepdim(dims.as_slice())?
-                .affine(1.0 / (n as f64 - correction), 0.0)?
+                .affine(1.0 / (n as f64 - correction), 0.0)?;
+            if name == "std" {
+                var.sqrt()? // demucs normalises its input by the mixture's std
+            } else {
+                var
+            }
         }
         _ => {
             let mut y = x.clone();
