@@ -22,7 +22,7 @@ VECTORS = ROOT / "crates" / "candle-port-ops" / "tests" / "vectors"
 REL_TOL = {"float32": 1e-5, "float64": 1e-10}
 # The families whose cases the runtime is checked on here (every family of make_vectors.FAMILIES is
 # also regenerated and compared below): forward output, indices and every stored gradient.
-RUNTIME_FAMILIES = ("interpolate", "pooling", "native", "grid", "transposed_conv", "volumetric")
+RUNTIME_FAMILIES = ("interpolate", "pooling", "native", "grid", "transposed_conv", "volumetric", "conv1d")
 
 
 def _generator():

@@ -133,6 +133,11 @@ CASES = {
                                              padding=(0, 1, 1))), X4, "port"),
     "conv_transpose3d-grouped": (lambda: Fn(nn.ConvTranspose3d(4, 4, 3, 2, 1, output_padding=1, groups=2),
                                             conv=_Conv3dStem()), (2, 3, 5, 5, 5), "port"),
+    # the runtime's conv1d is a height-1 conv2d: native candle trains it right at batch > 1, also
+    # with an input the last window does not reach (cut, for conv2d's equal H/W residuals)
+    "runtime-conv1d": (lambda: Fn(lambda y: y, conv=runtime.Conv1d(3, 4, 3, padding=1, stride=2)), (2, 3, 12), "both"),
+    "runtime-conv1d-dilated-reflect": (lambda: Fn(lambda y: y, conv=runtime.Conv1d(3, 4, 3, padding=2, dilation=2,
+                                                                                   padding_mode="reflect")), (2, 3, 11), "both"),
     "conv_transpose1d": (lambda: Fn(nn.ConvTranspose1d(4, 2, 3, stride=2, padding=1, output_padding=1),
                                     conv=nn.Conv1d(3, 4, 3, padding=1)), (2, 3, 11), "port"),
     # ops candle has no function for: port runs the candle-port-ops twins, native names the op

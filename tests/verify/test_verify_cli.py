@@ -274,8 +274,9 @@ def test_a_model_making_float32_tensors_in_float64_says_to_verify_in_float32():
 
 
 def test_a_load_state_dict_override_that_returns_nothing_loads():
-    """demucs' Demucs: "cannot unpack non-iterable NoneType object" stopped verify at the state_dict."""
-    result, data = run_json(f"{FIXTURES}/state_dict_override.py:RenamingLoader", "--input-shape", "1,2,18")
+    """demucs' Demucs: "cannot unpack non-iterable NoneType object" stopped verify at the state_dict.
+    At batch 2 the Conv1d is fixed too (CP111: candle's conv1d weight gradient is wrong there)."""
+    result, data = run_json(f"{FIXTURES}/state_dict_override.py:RenamingLoader", "--input-shape", "2,2,18")
     assert result.exit_code == 0, result.output
     assert data["verdict"] == "pass"
 

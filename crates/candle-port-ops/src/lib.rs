@@ -7,7 +7,7 @@
 //! integer, uniform scales, its max/avg pooling only kernel == stride, and it has no bicubic,
 //! trilinear, area, antialiased or adaptive resizing at all; its `conv_transpose1d` has no
 //! backward, its `conv_transpose2d` no groups, and it has no grid sampling, 3-D convolution or
-//! 3-D pooling. This crate is the Rust twin of the
+//! 3-D pooling; and its `conv1d` trains the weight wrong for batch > 1. This crate is the Rust twin of the
 //! Python package's `candle_port.runtime`: the same ops, composed of `index_select`, `gather`,
 //! `matmul` and elementwise ops, so a model ported from PyTorch computes torch's numbers and
 //! trains.
@@ -17,12 +17,14 @@
 //!
 //! [candle]: https://github.com/huggingface/candle
 
+pub mod conv1d;
 mod convolution;
 pub mod grid;
 pub mod interpolate;
 pub mod pooling;
 pub mod transposed_conv;
 pub mod volumetric;
+pub use conv1d::*;
 pub use convolution::Conv;
 pub use grid::*;
 pub use interpolate::*;

@@ -982,6 +982,20 @@ fn conditional_probes() -> Vec<Probe> {
         probe(&["conv1d", "convolution", "_convolution"], "conv1d, batch 2, 2 input channels", vec![any(&[2, 2, 7]), any(&[3, 2, 3])],
               Box::new(|x| x[0].conv1d(&x[1], 1, 1, 1, 1)))
             .when("conv1d", json!({"__op__": "conv1d", "input": [2, 2, 7], "weight": [3, 2, 3], "stride": [1], "padding": [1]})),
+        // the backward's weight gradient convolves with the transposed output gradient as its kernel:
+        // wrong once that kernel is not contiguous (batch > 1 and > 1 output channel per group)
+        probe(&["conv1d", "convolution", "_convolution"], "conv1d, batch 2, 1 input channel, 3 output channels", vec![any(&[2, 1, 7]), any(&[3, 1, 3])],
+              Box::new(|x| x[0].conv1d(&x[1], 1, 1, 1, 1)))
+            .when("conv1d", json!({"__op__": "conv1d", "input": [2, 1, 7], "weight": [3, 1, 3], "stride": [1], "padding": [1]})),
+        probe(&["conv1d", "convolution", "_convolution"], "conv1d, batch 2, 1 output channel", vec![any(&[2, 2, 7]), any(&[1, 2, 3])],
+              Box::new(|x| x[0].conv1d(&x[1], 1, 1, 1, 1)))
+            .when("conv1d", json!({"__op__": "conv1d", "input": [2, 2, 7], "weight": [1, 2, 3], "stride": [1], "padding": [1]})),
+        probe(&["conv1d", "convolution", "_convolution"], "conv1d, batch 2, depthwise (1 output channel per group)", vec![any(&[2, 2, 7]), any(&[2, 1, 3])],
+              Box::new(|x| x[0].conv1d(&x[1], 1, 1, 1, 2)))
+            .when("conv1d", json!({"__op__": "conv1d", "input": [2, 2, 7], "weight": [2, 1, 3], "stride": [1], "padding": [1], "groups": 2})),
+        probe(&["conv1d", "convolution", "_convolution"], "conv1d, batch 2, groups 2 with 2 output channels each", vec![any(&[2, 2, 7]), any(&[4, 1, 3])],
+              Box::new(|x| x[0].conv1d(&x[1], 1, 1, 1, 2)))
+            .when("conv1d", json!({"__op__": "conv1d", "input": [2, 2, 7], "weight": [4, 1, 3], "stride": [1], "padding": [1], "groups": 2})),
         probe(&["conv_transpose2d", "convolution", "_convolution"], "conv_transpose2d, output_padding 1 < stride 2", vec![any(&[1, 2, 3, 3]), any(&[2, 2, 3, 3])],
               Box::new(|x| x[0].conv_transpose2d(&x[1], 1, 1, 2, 1)))
             .when("conv_transpose2d", json!({"__op__": "conv_transpose2d", "input": [1, 2, 3, 3], "weight": [2, 2, 3, 3],

@@ -15,8 +15,8 @@ class Api(Record):
 
     `implied`: settings the API implies and does not accept (UpsamplingBilinear2d is
     align_corners=True). `family`: `interpolate` (every resize API), `grid_sample`, `pool`,
-    `conv_transpose`, `adaptive_pool` or `volumetric` (3-D convolution and pooling, which candle
-    has no op for). `defaults`: defaults of this API's own parameters, over the shared ones in
+    `conv_transpose`, `adaptive_pool`, `volumetric` (3-D convolution and pooling, which candle
+    has no op for) or `conv1d` (whose candle weight gradient is wrong for batch > 1). `defaults`: defaults of this API's own parameters, over the shared ones in
     sites.py. The two dicts are not compared."""
 
     __slots__ = ("name", "params", "default_mode", "implied", "accepts_mode", "is_module", "family", "defaults")
@@ -166,6 +166,21 @@ CONV_TRANSPOSE_FUNCTIONS = {
     "conv_transpose1d": _conv_t("conv_transpose1d", _CONV_T_F, False),
     "conv_transpose2d": _conv_t("conv_transpose2d", _CONV_T_F, False),
 }
+# 1-D convolution: candle 0.11.0 runs it, but its weight gradient is wrong for batch > 1 (CP111).
+_CONV_MODULE = ("in_channels", "out_channels", "kernel_size", "stride", "padding", "dilation", "groups", "bias", "padding_mode")
+_CONV_F = ("input", "weight", "bias", "stride", "padding", "dilation", "groups")
+_CONV_DEFAULTS = {"stride": 1, "padding": 0, "dilation": 1, "groups": 1, "bias": True}
+
+
+def _conv1d(name: str, params: tuple[str, ...], is_module: bool) -> Api:
+    return Api(name, params, "", accepts_mode=False, is_module=is_module, family="conv1d", defaults=_CONV_DEFAULTS)
+
+
+CONV1D_MODULES = {
+    "Conv1d": _conv1d("Conv1d", _CONV_MODULE, True),
+    "LazyConv1d": _conv1d("LazyConv1d", _CONV_MODULE[1:], True),  # in_channels is inferred
+}
+CONV1D_FUNCTIONS = {"conv1d": _conv1d("conv1d", _CONV_F, False)}
 ADAPTIVE_MODULES = {
     name: _adaptive(name, ("output_size", "return_indices") if "Max" in name else ("output_size",), True)
     for name in ("AdaptiveAvgPool1d", "AdaptiveAvgPool2d", "AdaptiveMaxPool1d", "AdaptiveMaxPool2d")
@@ -235,9 +250,9 @@ for _module in ("torch.nn", "torch.nn.modules", "torch.nn.modules.upsampling"):
     APIS_BY_QUALIFIED_NAME[f"{_module}.UpsamplingNearest2d"] = UPSAMPLING_NEAREST_2D
 for _modules, _apis in (
     (("torch.nn", "torch.nn.modules", "torch.nn.modules.pooling"), {**POOL_MODULES, **ADAPTIVE_MODULES}),
-    (("torch.nn", "torch.nn.modules", "torch.nn.modules.conv"), {**CONV_TRANSPOSE_MODULES, **VOLUMETRIC_CONV_MODULES}),
+    (("torch.nn", "torch.nn.modules", "torch.nn.modules.conv"), {**CONV_TRANSPOSE_MODULES, **VOLUMETRIC_CONV_MODULES, **CONV1D_MODULES}),
     (("torch.nn", "torch.nn.modules", "torch.nn.modules.pooling"), VOLUMETRIC_POOL_MODULES),
-    ((_F,), {**POOL_FUNCTIONS, **CONV_TRANSPOSE_FUNCTIONS, **ADAPTIVE_FUNCTIONS, **VOLUMETRIC_FUNCTIONS}),
+    ((_F,), {**POOL_FUNCTIONS, **CONV_TRANSPOSE_FUNCTIONS, **ADAPTIVE_FUNCTIONS, **VOLUMETRIC_FUNCTIONS, **CONV1D_FUNCTIONS}),
 ):
     for _module in _modules:
         for _name, _api in _apis.items():
@@ -245,6 +260,7 @@ for _modules, _apis in (
 # torch.* has these too, with the functional signature (torch.max_pool2d's stride defaults to []).
 for _name in ("max_pool1d", "max_pool2d", "avg_pool1d", "conv_transpose1d", "conv_transpose2d"):
     APIS_BY_QUALIFIED_NAME[f"torch.{_name}"] = {**POOL_FUNCTIONS, **CONV_TRANSPOSE_FUNCTIONS}[_name]
+APIS_BY_QUALIFIED_NAME["torch.conv1d"] = CONV1D_FUNCTIONS["conv1d"]
 for _name in ("adaptive_avg_pool1d", "adaptive_max_pool1d"):
     APIS_BY_QUALIFIED_NAME[f"torch.{_name}"] = ADAPTIVE_FUNCTIONS[_name]
 for _name in ("conv3d", "conv_transpose3d", "max_pool3d", "max_pool3d_with_indices"):
@@ -270,6 +286,8 @@ API_NAME_FRAGMENTS = (
     "conv3d",
     "Pool3d",
     "pool3d",
+    "Conv1d",
+    "conv1d",
 )
 
 # The identifier a site must spell (the last part of an API's qualified name): the prefilter's test.

@@ -4,13 +4,16 @@ Swap ``F.interpolate`` / ``nn.Upsample`` and 1-D/2-D max, average and adaptive p
 in a PyTorch model: it keeps computing the same numbers, and the same composition ported to candle
 trains (candle has no backward for ``upsample_bilinear2d``, none for bicubic, trilinear or 3-D
 nearest, a partial one for nearest, a bailing or wrong one for max/avg pooling and no adaptive
-pooling at all). Every interpolate mode is covered. Imports nothing but torch.
+pooling at all). Every interpolate mode is covered; so are grid_sample, transposed and 3-D
+convolutions and pools, and ``conv1d`` (candle's weight gradient is wrong for batch > 1). Imports
+nothing but torch.
 """
 
 from .area import resize_area
 from .bicubic import upsample_bicubic2d
 from .bilinear import clear_cache, upsample_bilinear2d, upsample_linear1d
 from .convert import convert, routed
+from .convolution1d import Conv1d, conv1d
 from .functional import interpolate, upsample, upsample_bilinear, upsample_nearest
 from .modules import Upsample, UpsamplingBilinear2d, UpsamplingNearest2d
 from .grid_sample import affine_grid, grid_sample
@@ -66,6 +69,7 @@ __all__ = [
     "AvgPool1d",
     "AvgPool2d",
     "AvgPool3d",
+    "Conv1d",
     "Conv3d",
     "ConvTranspose1d",
     "ConvTranspose2d",
@@ -91,6 +95,7 @@ __all__ = [
     "avg_pool3d",
     "clear_cache",
     "clear_pooling_cache",
+    "conv1d",
     "conv3d",
     "conv_transpose1d",
     "conv_transpose2d",

@@ -7,7 +7,7 @@ dict, or indexed out of a collection. Two tools reach those:
 - ``convert(model)`` swaps, in place, every module instance whose class the runtime replaces
   (``nn.Upsample`` and friends, the 1-D/2-D max, average and adaptive pools, and, where the runtime
   has them, transposed convolutions with groups or ``output_padding >= stride``, ``ConvTranspose1d``,
-  3-D convolutions and pools), subclasses and factory-built instances included, for the runtime's
+  ``Conv1d``, 3-D convolutions and pools), subclasses and factory-built instances included, for the runtime's
   module. The instance keeps its identity, parameters, buffers, hooks, training flag and
   attributes (only its ``__class__`` changes), so ``state_dict`` keys, optimizers holding its
   parameters and ``isinstance`` checks are unaffected. A user subclass ``U(nn.MaxPool2d)`` becomes
@@ -15,7 +15,7 @@ dict, or indexed out of a collection. Two tools reach those:
   ``super().forward`` is the runtime's). Returns the model.
 - ``with routed(): ...`` routes the functional calls made inside the block (``F.interpolate``,
   ``F.upsample*``, ``F.max_pool*``, ``F.avg_pool*``, ``F.adaptive_*``, and ``F.grid_sample``,
-  ``F.affine_grid``, ``F.conv_transpose1d``, ``F.conv3d``, 3-D pools where the runtime has them;
+  ``F.affine_grid``, ``F.conv1d``, ``F.conv_transpose1d``, ``F.conv3d``, 3-D pools where the runtime has them;
   however they were imported: ``from torch.nn.functional import interpolate as up`` is routed too)
   to the runtime, and restores torch on exit. It is a ``torch.overrides.TorchFunctionMode``, so
   it catches the call where torch dispatches it, not by patching module attributes.
@@ -59,6 +59,7 @@ _CV_MODULES = (
     "AdaptiveAvgPool2d",
     "AdaptiveMaxPool1d",
     "AdaptiveMaxPool2d",
+    "Conv1d",
     "ConvTranspose1d",
     "ConvTranspose2d",
     "Conv3d",
@@ -88,6 +89,7 @@ _CV_FUNCTIONS = (
     "adaptive_max_pool2d_with_indices",
     "grid_sample",
     "affine_grid",
+    "conv1d",
     "conv_transpose1d",
     "conv_transpose2d",
     "conv3d",

@@ -20,6 +20,7 @@ from .nearest import upsample_nearest_nd
 from .trilinear import upsample_trilinear3d
 
 # F-named ops from their own modules, re-exported so that this module mirrors torch.nn.functional
+from .convolution1d import conv1d  # noqa: E402
 from .grid_sample import affine_grid, grid_sample  # noqa: E402
 from .transposed_conv import conv_transpose1d, conv_transpose2d  # noqa: E402
 from .volumetric_conv import conv3d, conv_transpose3d  # noqa: E402
@@ -35,7 +36,7 @@ from .volumetric_pooling import (  # noqa: E402
 __all__ = [
     "interpolate", "upsample", "upsample_bilinear", "upsample_nearest",
     "adaptive_avg_pool3d", "adaptive_max_pool3d", "adaptive_max_pool3d_with_indices", "affine_grid",
-    "avg_pool3d", "conv3d", "conv_transpose1d", "conv_transpose2d", "conv_transpose3d", "grid_sample",
+    "avg_pool3d", "conv1d", "conv3d", "conv_transpose1d", "conv_transpose2d", "conv_transpose3d", "grid_sample",
     "max_pool3d", "max_pool3d_with_indices",
 ]
 

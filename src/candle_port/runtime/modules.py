@@ -15,13 +15,14 @@ from torch import nn
 from .functional import interpolate
 
 # nn-named modules from their own files, re-exported so that this module mirrors torch.nn
+from .convolution1d import Conv1d  # noqa: E402
 from .transposed_conv import ConvTranspose1d, ConvTranspose2d  # noqa: E402
 from .volumetric_conv import Conv3d, ConvTranspose3d  # noqa: E402
 from .volumetric_pooling import AdaptiveAvgPool3d, AdaptiveMaxPool3d, AvgPool3d, MaxPool3d  # noqa: E402
 
 __all__ = [
     "Upsample", "UpsamplingBilinear2d", "UpsamplingNearest2d",
-    "AdaptiveAvgPool3d", "AdaptiveMaxPool3d", "AvgPool3d", "Conv3d", "ConvTranspose1d", "ConvTranspose2d",
+    "AdaptiveAvgPool3d", "AdaptiveMaxPool3d", "AvgPool3d", "Conv1d", "Conv3d", "ConvTranspose1d", "ConvTranspose2d",
     "ConvTranspose3d", "MaxPool3d",
 ]
 

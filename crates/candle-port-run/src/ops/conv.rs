@@ -5,12 +5,12 @@
 //! so asymmetric padding is applied with `pad_with_zeros` first and asymmetric stride or dilation
 //! is reported as an error rather than approximated.
 //!
-//! candle 0.11.0's `conv1d` backward returns a wrong weight gradient when batch > 1 and
-//! channels > 1 (measured: tests/verify/test_candle_run.py, `conv1d`); port mode therefore runs a
-//! 1-D convolution as a 2-D one over `(N, C, 1, L)`, whose gradients equal torch's.
+//! candle 0.11.0's `conv1d` backward returns a wrong weight gradient when batch > 1 and a group
+//! has > 1 output channel (measured: measure.rs probes); port mode therefore runs candle-port-ops'
+//! `conv1d`, a 2-D convolution over `(N, C, 1, L)` whose gradients equal torch's.
 
 use candle_core::{bail, Result, Tensor};
-use candle_port_ops::{conv3d, conv_transpose1d, conv_transpose2d, conv_transpose3d, Conv};
+use candle_port_ops::{conv1d, conv3d, conv_transpose1d, conv_transpose2d, conv_transpose3d, Conv};
 
 use super::OpsMode;
 use crate::value::{usizes, Args, Value};
@@ -48,6 +48,7 @@ fn convolution(a: &Args, mode: OpsMode) -> Result<Tensor> {
             .groups(groups);
         let b = b.as_ref();
         return match (spatial, transposed) {
+            (1, false) => conv1d(&x, &w, b, &c),
             (3, false) => conv3d(&x, &w, b, &c),
             (3, true) => conv_transpose3d(&x, &w, b, &c),
             (1, true) => conv_transpose1d(&x, &w, b, &c),
@@ -67,12 +68,7 @@ fn convolution(a: &Args, mode: OpsMode) -> Result<Tensor> {
         same(&dilation, "dilation")?,
     );
     let y = match (spatial, transposed) {
-        (1, false) if mode == OpsMode::Native => x.conv1d(&w, p, s, d, groups)?,
-        (1, false) => x
-            .pad_with_zeros(2, p, p)?
-            .unsqueeze(2)?
-            .conv2d(&w.unsqueeze(2)?, 0, s, d, groups)?
-            .squeeze(2)?,
+        (1, false) => x.conv1d(&w, p, s, d, groups)?, // native only: port runs the twin
         (2, false) => x.conv2d(&w, p, s, d, groups)?,
         (1, true) => x.conv_transpose1d(
             &w,
@@ -109,8 +105,9 @@ pub fn candle_op_used(name: &str, a: &Args, mode: OpsMode) -> Option<&'static st
     (transposed && rank == 3).then_some("conv-transpose1d")
 }
 
-/// Whether port mode runs the candle-port-ops twin: candle has no 3-D convolution, no
-/// conv_transpose1d backward, and no conv_transpose2d groups or output_padding >= stride.
+/// Whether port mode runs the candle-port-ops twin: candle has no 3-D convolution, a wrong
+/// conv1d weight gradient, no conv_transpose1d backward, and no conv_transpose2d groups or
+/// output_padding >= stride.
 fn needs_twin(
     spatial: usize,
     transposed: bool,
@@ -119,7 +116,7 @@ fn needs_twin(
     stride: &[usize],
 ) -> bool {
     match (spatial, transposed) {
-        (3, _) | (1, true) => true,
+        (3, _) | (1, _) => true,
         (2, true) => groups != 1 || output_padding.iter().zip(stride).any(|(p, s)| p >= s),
         _ => false,
     }
