@@ -525,6 +525,76 @@ fn conv_transpose1d_backward_bails() {
     );
 }
 
+/// Found on demucs (verify --candle at batch 2): conv_transpose1d's **forward** is wrong for a
+/// batch above 1 with more than one input channel when padding, output_padding and dilation are
+/// 0, 0 and 1 (the col2im path, whose matmul reads the transposed input with the wrong batch
+/// stride); with padding it takes the direct kernel and is right. Measured against torch's
+/// numbers (the transposed_conv vectors' `ct1d_basic`: batch 2, 3 input channels, padding 0).
+#[test]
+fn conv_transpose1d_forward_is_wrong_for_batch_above_one_without_padding() {
+    let torch_case = load_family("transposed_conv")
+        .into_iter()
+        .find(|c| c.id == "ct1d_basic.f64")
+        .expect("ct1d_basic.f64");
+    let (x, w) = (torch_case.tensor("input"), torch_case.tensor("weight"));
+    let b = torch_case.tensor("bias").reshape((1, 4, 1)).unwrap();
+    let candle = x
+        .conv_transpose1d(w, 0, 0, 1, 1, 1)
+        .unwrap()
+        .broadcast_add(&b)
+        .unwrap();
+    assert!(rel_err(&candle, torch_case.tensor("output")).unwrap() > 0.1);
+    // each sample alone (batch 1) is right
+    let first = x
+        .narrow(0, 0, 1)
+        .unwrap()
+        .conv_transpose1d(w, 0, 0, 1, 1, 1)
+        .unwrap()
+        .broadcast_add(&b)
+        .unwrap();
+    let want = torch_case.tensor("output").narrow(0, 0, 1).unwrap();
+    assert!(rel_err(&first, &want).unwrap() < 1e-12);
+    // with padding (the direct kernel) the batch is right: equal to the crate's twin
+    let x = noise(&[2, 3, 7], 41);
+    let w = noise(&[3, 4, 3], 42);
+    let padded = x.conv_transpose1d(&w, 1, 0, 2, 1, 1).unwrap();
+    let twin = candle_port_ops::conv_transpose1d(
+        &x,
+        &w,
+        None,
+        &candle_port_ops::Conv::new().stride(&[2]).padding(&[1]),
+    )
+    .unwrap();
+    assert!(rel_err(&padded, &twin).unwrap() < 1e-12);
+}
+
+/// Found on demucs: conv1d's weight gradient is wrong for a batch above 1 with more than one
+/// output channel per group (candle's CPU conv1d copies a non-contiguous kernel, then multiplies
+/// by the original; the backward's kernel is the transposed output gradient). CP111.
+#[test]
+fn conv1d_weight_gradient_is_wrong_for_batch_above_one() {
+    let x = noise(&[2, 3, 9], 43);
+    let w = Var::from_tensor(&noise(&[4, 3, 3], 44)).unwrap();
+    let g = noise(&[2, 4, 9], 45);
+    let pad1 = candle_port_ops::Conv::new().padding(&[1]);
+    let weight_grad = |y: Tensor, g: &Tensor| grad_of(&w, &y, g).unwrap().unwrap();
+    let candle = weight_grad(x.conv1d(w.as_tensor(), 1, 1, 1, 1).unwrap(), &g);
+    let twin = weight_grad(
+        candle_port_ops::conv1d(&x, w.as_tensor(), None, &pad1).unwrap(),
+        &g,
+    );
+    assert!(rel_err(&candle, &twin).unwrap() > 0.1);
+    // batch 1: right
+    let one = x.narrow(0, 0, 1).unwrap();
+    let g1 = g.narrow(0, 0, 1).unwrap();
+    let candle = weight_grad(one.conv1d(w.as_tensor(), 1, 1, 1, 1).unwrap(), &g1);
+    let twin = weight_grad(
+        candle_port_ops::conv1d(&one, w.as_tensor(), None, &pad1).unwrap(),
+        &g1,
+    );
+    assert!(rel_err(&candle, &twin).unwrap() < 1e-12);
+}
+
 /// CP108's workaround for conv_transpose1d: conv_transpose2d on a height-1 image with padding 0
 /// and output_padding 0, then crop `padding` columns from each end and append `output_padding`
 /// zero columns (what torch's padding and output_padding do to the full output).

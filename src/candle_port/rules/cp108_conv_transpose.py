@@ -22,7 +22,9 @@ class ConvTranspose(Rule):
     """Transposed convolutions with no candle backward or no candle forward.
 
     conv_transpose1d's backward arm is `Err(BackwardNotSupported { op: "conv-transpose1d" })`
-    (backprop.rs:314-316); candle's conv_transpose2d has no groups (candle-nn `// TODO: support
+    (backprop.rs:314-316), and its CPU forward without padding, output_padding or dilation (the
+    col2im path) is wrong for batch > 1 with more than one input channel (measured on demucs;
+    candle_native.rs `conv_transpose1d_forward_is_wrong_for_batch_above_one_without_padding`); candle's conv_transpose2d has no groups (candle-nn `// TODO: support
     groups.`) and its backward ignores output_padding, so the input gradient has the right shape
     only while output_padding < stride; otherwise `backward()` fails with "shape mismatch in add"
     (../shared/candle-ops.md, 2.1 rows ConvTranspose1D/2D, 3.3, 7.2). Measured in candle 0.11.0:
@@ -71,12 +73,14 @@ class ConvTranspose(Rule):
             return
         call, fixes = describe_call(site), applicable(site)
         if "1d" in site.api.name:
-            yield Hit(
-                f"{call}: candle has no backward for conv_transpose1d ('backward is not supported for conv-transpose1d')",
-                fixes=fixes,
-                hint=HINT_1D,
-                backward_only=True,
-            )
+            message = f"{call}: candle has no backward for conv_transpose1d ('backward is not supported for conv-transpose1d')"
+            forward_right = _takes_the_direct_kernel(site)
+            if not forward_right:
+                message += (
+                    ", and its forward is wrong for batch > 1 with padding 0"
+                    + (" (padding not known statically)" if forward_right is None else "")
+                )
+            yield Hit(message, fixes=fixes, hint=HINT_1D, backward_only=bool(forward_right))
             return
         groups = site.value("groups")
         known, value = literal(groups)
@@ -108,3 +112,21 @@ class ConvTranspose(Rule):
                 hint=HINT_OUTPUT_PADDING,
                 backward_only=True,
             )
+
+
+def _takes_the_direct_kernel(site: Site) -> bool | None:
+    """Whether candle's conv_transpose1d forward takes its direct kernel (right at any batch):
+    padding, output_padding or dilation not 0, 0, 1. Its col2im path, taken otherwise, is wrong
+    for batch > 1 with > 1 input channel (candle_native.rs). None when a value is not known."""
+    if site.kind == "value":
+        return None  # the class handed on: its arguments are given where it is built
+    unknown = False
+    for name, plain in (("padding", 0), ("output_padding", 0), ("dilation", 1)):
+        known, value = literal(site.value(name))
+        if not known:
+            unknown = True
+            continue
+        values = int_tuple(value, 1)
+        if values is not None and any(v != plain for v in values):
+            return True
+    return None if unknown else False
