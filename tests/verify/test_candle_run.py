@@ -78,6 +78,9 @@ CASES = {
     # native candle_nn::ops::layer_norm: no float64 kernel; in float32 no gradient at all (silent cut)
     "layer_norm": (lambda: Fn(nn.LayerNorm(9)), X4, "port"),
     "linear": (lambda: Fn(nn.Linear(9, 5)), X4, "both"),
+    # EnCodec's and DAC's convolutions: torch.nn.utils.weight_norm traces to _weight_norm_interface
+    "weight_norm": (lambda: Fn(lambda y: y, conv=torch.nn.utils.parametrizations.weight_norm(nn.Conv2d(3, 4, 3, padding=1))),
+                    X4, "both"),
     # demucs' 1x1 rewrite convolutions: glu over the channels (and the last dim)
     "glu": (lambda: Fn(lambda y: F.glu(y, dim=1) + F.glu(y[..., :8]).mean()), X4, "both"),
     # demucs normalises its input by the mixture's std (aten.std.correction), also unbiased=False
@@ -205,6 +208,17 @@ def test_op_mapping_equals_torch(binary, case, dtype):
         assert all(t["of_allowed"] > 10 for t in differing), [(t["name"], t["of_allowed"]) for t in differing]
     assert result["tolerance"]["mode"] == "noise"
     assert result["tolerance"]["method"] == ("perturbed" if dtype == "float64" else "float64")
+
+
+def test_old_style_weight_norm_trains_in_candle(binary):
+    """EnCodec's and DAC's `torch.nn.utils.weight_norm` (a forward pre-hook; its model cannot be
+    deep-copied, so the noise is measured by perturbation): `_weight_norm_interface` is mapped."""
+    torch.manual_seed(0)
+    model = Fn(lambda y: y, conv=torch.nn.utils.weight_norm(nn.Conv1d(3, 4, 3, padding=1))).double().train()
+    result = check_in_candle(model, [torch.randn(2, 3, 9, dtype=torch.float64)], binary=binary)
+    assert "aten._weight_norm_interface.default" in result["ops"]
+    assert result["port"]["ok"], result["port"].get("failing_ops")
+    assert {t["name"] for t in result["port"]["tensors"] if t["kind"] == "grad"} >= {"conv.weight_g", "conv.weight_v", "conv.bias"}
 
 
 def test_unet_native_names_bilinear_backward_and_port_passes(binary):

@@ -557,6 +557,15 @@ fn probes() -> Vec<Probe> {
             false,
         ),
         (
+            &["_weight_norm", "_weight_norm_interface"],
+            "g * v / ||v|| (the norm over every dim but 0)",
+            |x| {
+                let norm = x.sqr()?.sum_keepdim(1)?.sqrt()?;
+                x.broadcast_mul(&x.narrow(1, 0, 1)?.broadcast_div(&norm)?)
+            },
+            false,
+        ),
+        (
             &["glu"],
             "a * sigmoid(b)",
             |x| x.narrow(0, 0, 1)?.mul(&sigmoid(&x.narrow(0, 1, 1)?)?),

@@ -1,6 +1,7 @@
 //! Normalisations: `native_batch_norm` (train: batch statistics, biased variance; eval: running
 //! statistics), `native_layer_norm` and `native_group_norm`, each
-//! `y = (x - mean) / sqrt(var + eps) * w + b`, composed of candle ops that have a backward.
+//! `y = (x - mean) / sqrt(var + eps) * w + b`, composed of candle ops that have a backward; and
+//! `_weight_norm_interface` (weight normalisation, `w = g * v / ||v||`).
 //! In native mode a one-dim layer norm with weight and bias runs `candle_nn::ops::layer_norm`,
 //! the fused op a straightforward port uses.
 
@@ -28,6 +29,7 @@ pub fn run(name: &str, args: &Args, mode: OpsMode) -> Option<Result<Value>> {
         "native_layer_norm" => Some(layer_norm(args, mode)),
         "layer_norm" => Some(layer_norm_plain(args, mode)),
         "native_group_norm" => Some(group_norm(args)),
+        "_weight_norm_interface" => Some(weight_norm(args)),
         _ => None,
     }
 }
@@ -119,6 +121,19 @@ fn layer_norm(a: &Args, mode: OpsMode) -> Result<Value> {
 
 fn layer_norm_plain(a: &Args, mode: OpsMode) -> Result<Value> {
     Ok(Value::Tensor(layer_norm_core(a, mode)?.0))
+}
+
+/// `_weight_norm_interface(v, g, dim)`: `(g * v / ||v||, ||v||)`, the norm over every dim but
+/// `dim` (kept, the shape of `g`). `torch.nn.utils.weight_norm` (EnCodec's and DAC's convolutions)
+/// traces to it; composed of `sqr`, `sum_keepdim`, `sqrt` and broadcast `mul`/`div`.
+fn weight_norm(a: &Args) -> Result<Value> {
+    let v = a.tensor(0, "v")?;
+    let g = a.tensor(1, "g")?;
+    let keep = dim(a.int_or(2, "dim", 0)?, v.rank())?;
+    let others: Vec<usize> = (0..v.rank()).filter(|&d| d != keep).collect();
+    let norm = v.sqr()?.sum_keepdim(others.as_slice())?.sqrt()?;
+    let w = v.broadcast_mul(&g.broadcast_div(&norm)?)?;
+    Ok(Value::Tuple(vec![Some(w), Some(norm)]))
 }
 
 fn group_norm(a: &Args) -> Result<Value> {
