@@ -167,13 +167,16 @@ class Volume(nn.Module):
         self.depthwise = nn.ConvTranspose2d(4, 4, 4, 2, 1, groups=4)
         self.plain = nn.ConvTranspose2d(4, 4, 2, stride=2)  # candle trains it natively: left as is
         self.up1d = nn.ConvTranspose1d(4, 4, 3, stride=2)
+        self.conv1d = nn.Conv1d(4, 6, 3, padding=1)  # CP111: candle trains its weight wrong
 
     def forward(self, x, theta):
         y = self.up(self.pool(self.conv(x)))
         frame = y[:, :, 0]
         grid = F.affine_grid(theta, list(frame.shape), align_corners=False)
         frame = F.grid_sample(self.plain(self.depthwise(frame)), grid, align_corners=False)
-        return self.head(y).flatten(1), frame, self.up1d(frame.mean(-1)), F.avg_pool3d(y, 2)
+        line = self.up1d(frame.mean(-1))
+        return (self.head(y).flatten(1), frame, self.conv1d(line), F.conv1d(line, self.conv1d.weight, stride=2),
+                F.avg_pool3d(y, 2))
 
 
 def test_convert_and_routed_cover_transposed_grid_sample_and_3d():
@@ -194,6 +197,7 @@ def test_convert_and_routed_cover_transposed_grid_sample_and_3d():
     assert type(model.conv) is R.Conv3d and type(model.pool) is R.MaxPool3d and type(model.head) is R.AdaptiveAvgPool3d
     assert type(model.up) is R.ConvTranspose3d and type(model.depthwise) is R.ConvTranspose2d
     assert type(model.up1d) is R.ConvTranspose1d and type(model.plain) is nn.ConvTranspose2d
+    assert type(model.conv1d) is R.Conv1d
     with R.routed():
         after = run()
         ops = _aten_ops(lambda t: model(t, theta), x)
@@ -206,5 +210,5 @@ def test_convert_and_routed_cover_transposed_grid_sample_and_3d():
     with R.routed():
         graph = make_fx(lambda t: model(t, theta))(x).graph
     convs = [n for n in graph.nodes if str(n.target) == "aten.convolution.default"]
-    assert all(len(n.args[1].meta["val"].shape) < 5 for n in convs)  # no 3-D kernel
+    assert all(len(n.args[1].meta["val"].shape) == 4 for n in convs)  # no 3-D kernel, no 1-D one
     assert all(n.args[8] == 1 for n in convs if n.args[6])  # transposed ones: groups 1 only
