@@ -4,7 +4,8 @@
 
 ruff (`check --select E,F --no-cache`) runs on the whole corpus, as port-check does (cold, no cache);
 TorchFix on the subset, as port-check again; `--also DIR`: port-check and ruff on another tree
-(a real package fetched beside the corpus). Tools come from the `bench` extra (ruff; TorchFix 0.7.0
+(a real package fetched beside the corpus), with the Python floor: the interpreter starting, reading
+the files and parsing the relevant ones with `ast`, and nothing else. Tools come from the `bench` extra (ruff; TorchFix 0.7.0
 installed with --no-deps: it declares libcst<1.6 but runs with ours), else from .bench-venv.
 Every tool is timed by wall clock and by the CPU seconds of its process tree (the machine may be
 shared; CPU seconds are the fairer figure). Then port-check's cache: a cold run that fills it and a
@@ -37,6 +38,23 @@ def timed(command: list[str], env: dict | None = None) -> tuple[float, float, in
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
     return wall, cpu, done.returncode
+
+
+# The least any Python linter of these files costs: start the interpreter, walk the tree, read each
+# file, keep those that name an API (the prefilter's test) and parse them with CPython's `ast`,
+# nothing else. Printed beside each --also tree: on a small package this alone is most of 3x ruff.
+PYTHON_FLOOR = """
+import ast, os, re, sys
+names = re.compile(r"interpolate|upsample|Upsampl|grid_sample|affine_grid|max_pool|avg_pool|MaxPool|AvgPool|ConvTranspose|conv_transpose|Conv3d|conv3d|Pool3d|pool3d|Conv1d|conv1d")
+for root, dirs, files in os.walk(sys.argv[1]):
+    for name in files:
+        if name.endswith(".py"):
+            with open(os.path.join(root, name), encoding="utf-8", errors="replace") as f:
+                text = f.read()
+            if names.search(text):
+                for node in ast.walk(ast.parse(text)):
+                    pass
+"""
 
 
 def tool(name: str) -> str | None:
@@ -104,14 +122,17 @@ def main() -> None:
     print(f"ratio port-check / ruff: {whole_ours[1] / whole_ruff[1]:.2f}x the CPU seconds ({whole_ours[0] / whole_ruff[0]:.2f}x wall)")
     for tree in map(Path, args.also):
         files, mb = count_files([tree])
-        ours, theirs, ratios = [], [], []
+        ours, theirs, ratios, floors = [], [], [], []
         for _ in range(max(1, args.repeat)):
             ours.append(timed([*port_check_command(), "--no-cache", str(tree)])[1])
             theirs.append(timed([ruff, "check", "--select", "E,F", "--no-cache", "--exit-zero", "-q", str(tree)])[1])
+            floors.append(timed([sys.executable, "-c", PYTHON_FLOOR, str(tree)])[1])
             ratios.append(ours[-1] / max(theirs[-1], 1e-3))
         print(
             f"{tree.name} ({files} files, {mb:.1f} MB), {len(ratios)} paired runs: port-check {statistics.median(ours):.3f} CPU s, "
-            f"ruff {statistics.median(theirs):.3f}: {statistics.median(ratios):.2f}x (runs {min(ratios):.2f}-{max(ratios):.2f}x)"
+            f"ruff {statistics.median(theirs):.3f}: {statistics.median(ratios):.2f}x (runs {min(ratios):.2f}-{max(ratios):.2f}x); "
+            f"Python floor (start, read, ast.parse, nothing else) {statistics.median(floors):.3f} CPU s = "
+            f"{statistics.median(floors) / max(statistics.median(theirs), 1e-3):.2f}x ruff"
         )
 
     print(f"\nsubset {args.subset} ({n_files} files, {megabytes:.1f} MB):")

@@ -20,6 +20,10 @@ import torch.nn.functional as F
 from candle_port import runtime as R
 
 ROWS = [
+    ("conv1d (8,64,4096) k7 p3 (audio encoder)", lambda x, w: R.conv1d(x, w, None, 1, 3),
+     lambda x, w: F.conv1d(x, w, None, 1, 3), [(8, 64, 4096), (64, 64, 7)]),
+    ("conv1d (8,64,4096) k8 s4 (downsampling)", lambda x, w: R.conv1d(x, w, None, 4),
+     lambda x, w: F.conv1d(x, w, None, 4), [(8, 64, 4096), (128, 64, 8)]),
     ("conv_transpose1d (8,64,256) k4 s2 p1", lambda x, w: R.conv_transpose1d(x, w, None, 2, 1),
      lambda x, w: F.conv_transpose1d(x, w, None, 2, 1), [(8, 64, 256), (64, 32, 4)]),
     ("conv_transpose2d (4,64,32,32) k4 s2 p1", lambda x, w: R.conv_transpose2d(x, w, None, 2, 1),

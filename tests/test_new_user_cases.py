@@ -256,6 +256,9 @@ def test_port_fix_include_no_grad_flag(tmp_path):
         ),
         pytest.param(NN + "k = nn.ConvTranspose1d\nm = k(8, 8, 4, 2)\n", [("CP108", "error")], id="bound-once-call-site"),
         pytest.param(NN + "act = nn.ReLU\nif c:\n    act = nn.GELU\nm = act()\n", [], id="rebound-not-our-layers"),
+        # HDemucs' `klass = nn.Conv1d; if freq: klass = nn.Conv2d`: the 1-D one is judged at the call (CP111)
+        pytest.param(NN + "k = nn.Conv1d\nif c:\n    k = nn.Conv2d\nm = k(8, 16, 3)\n", [("CP111", "warning")], id="rebound-conv1d"),
+        pytest.param(NN + "k = nn.Conv1d\nif c:\n    k = nn.Conv2d\nm = k(8, 8, 3, groups=8)\n", [], id="rebound-conv1d-depthwise"),
     ],
 )
 def test_layer_classes_reached_through_a_name_a_tuple_or_a_dict(source, expected):

@@ -352,7 +352,7 @@ def _site_for_call(call: ast.Call, scope: Scope, resolver: Resolver) -> Site | N
 
 
 # Layer families looked for in literal collections; resize modules are left to the truth-checked rules.
-_CHOSEN_FAMILIES = ("pool", "adaptive_pool", "conv_transpose", "volumetric")
+_CHOSEN_FAMILIES = ("pool", "adaptive_pool", "conv_transpose", "volumetric", "conv1d")
 
 
 def _chosen_sites(call: ast.Call, scope: Scope, resolver: Resolver, source: Source) -> list[Site]:
