@@ -416,17 +416,31 @@ class _Decoder1d(nn.Module):
 def test_native_conv_transpose1d_backward_refusal_is_pinned_on_its_line_once(binary):
     """candle's `backward is not supported for conv-transpose1d` names the line of the layers (one
     line for a loop, with the count) rather than only every gradient missing; the ops the modes run
-    differently are not blamed for it."""
+    differently are not blamed for it, and the forward's difference (no padding, batch 2) is named."""
     torch.manual_seed(0)
     model = _Decoder1d().double().train()
     result = check_in_candle(model, [torch.randn(2, 3, 9, dtype=torch.float64)], binary=binary)
     native = result["native"]
-    assert result["port"]["ok"] and not native["ok"] and not native["suspects"]
+    assert result["port"]["ok"] and not native["ok"]
+    # without padding, candle's forward is wrong at batch 2 too: named, with the layers' line
+    [suspect] = native["suspects"]
+    assert "conv_transpose1d forward is wrong for batch > 1" in suspect["why"]
+    assert Path(suspect["location"].rsplit(":", 1)[0]).name == Path(__file__).name
+    assert any(t["kind"] == "output" and t["status"] != "ok" for t in native["tensors"])
     pinned = [op for op in native["failing_ops"] if op["status"] == "backward_error"]
     assert len(pinned) == 2 and all("conv-transpose1d" in op["message"] for op in pinned)
     lines = [line for line in summary_lines(result) if "backward_error" in line]
     assert len(lines) == 1 and lines[0].endswith("(x2)") and "x = layer(x)" not in lines[0], lines
     assert Path(pinned[0]["location"].rsplit(":", 1)[0]).name == Path(__file__).name
+
+
+def test_a_padded_conv_transpose1d_forward_is_not_a_suspect(binary):
+    """With padding candle's conv_transpose1d forward is right: only its backward is missing."""
+    torch.manual_seed(0)
+    model = Fn(nn.ConvTranspose1d(4, 2, 3, stride=2, padding=1), conv=nn.Conv1d(3, 4, 3, padding=1)).double().train()
+    native = check_in_candle(model, [torch.randn(2, 3, 9, dtype=torch.float64)], binary=binary)["native"]
+    assert not native["ok"] and not any("forward is wrong" in s.get("why", "") for s in native["suspects"])
+    assert all(t["status"] == "ok" for t in native["tensors"] if t["kind"] == "output")
 
 
 def test_port_fixed_unet_trains_in_native_candle(binary, tmp_path):

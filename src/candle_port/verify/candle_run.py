@@ -255,6 +255,32 @@ def mode_difference_suspects(graph: dict) -> list[dict]:
     return list(found.values())
 
 
+def forward_suspects(graph: dict) -> list[dict]:
+    """When native candle's outputs differ from torch's: the nodes whose candle forward is measured
+    wrong. candle 0.11.0's conv_transpose1d without padding, output_padding or dilation takes its
+    CPU col2im path, wrong for batch > 1 with more than one input channel (candle_native.rs,
+    `conv_transpose1d_forward_is_wrong_for_batch_above_one_without_padding`; EnCodec's and demucs'
+    decoders), one entry with every location."""
+    locations: list[str] = []
+    code = None
+    for node in graph["nodes"]:
+        args = node.get("args") or []
+        shape = (node["outputs"][0] or {}).get("shape", []) if node.get("outputs") else []
+        if not (node["op"].startswith("aten.convolution") and len(args) > 8 and args[6] is True and len(shape) == 3):
+            continue
+        padding, dilation, output_padding = args[4], args[5], args[7]
+        if shape[0] > 1 and list(padding) == [0] and list(dilation) == [1] and list(output_padding) == [0]:
+            if node["location"] and node["location"] not in locations:
+                locations.append(node["location"])
+            code = code or node["code"]
+    if not locations:
+        return []
+    return [{"op": "aten.convolution.default (conv_transpose1d)", "locations": locations, "location": locations[0],
+             "code": code, "measured": "", "why": "candle 0.11.0's conv_transpose1d forward is wrong for batch > 1 with "
+             "more than one input channel when padding, output_padding and dilation are 0, 0 and 1 (measured: "
+             "candle_native.rs); port mode runs candle-port-ops' twin"}]
+
+
 def _note_of(entry: dict) -> str:
     """What the op table says about an op's candle gradient: its warning or its note."""
     return entry.get("warning") or entry.get("note") or ""
@@ -394,6 +420,8 @@ def check_in_candle(model: Any, inputs: Sequence[Any], seed: int = 0, modes: Seq
     if (native and port and port["ok"] and not native["ok"] and "error" not in native
             and native["backward"]["ok"] and not native["failing_ops"] and not native["suspects"]):
         native["suspects"] = mode_difference_suspects(graph)
+    if native and "error" not in native and any(t["kind"] == "output" and t["status"] != "ok" for t in native["tensors"]):
+        native["suspects"] = forward_suspects(graph) + native["suspects"]
     ops = sorted({n["op"] for n in graph["nodes"]})
     final = results.get("port", next(iter(results.values())))
     return {"ok": final["ok"], "rtol": tol.floor, "tolerance": tol.to_json(), "dtype": dtype, "ops": ops,
