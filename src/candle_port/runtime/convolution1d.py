@@ -22,7 +22,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from .transposed_conv import _IntArg, _tc_meta
+from .transposed_conv import _IntArg
 
 __all__ = ["Conv1d", "conv1d"]
 
@@ -59,9 +59,10 @@ def conv1d(
     r"""``F.conv1d`` (same signature, values and gradients) for candle.
 
     Input (N, C_in, L) or (C_in, L), weight (C_out, C_in/groups, k). Runs as ``conv2d`` of the
-    input with a height-1 axis inserted (``unsqueeze(-2)``), zero-padded along L by ``F.pad`` and
-    cut to the last position a window reads, with the weight unsqueezed the same way (stride
-    ``s``, dilation ``d``, padding 0), squeezed after. The same in candle::
+    input with a height-1 axis inserted (``unsqueeze(-2)``), zero-padded along L (by the conv's
+    own ``(0, p)`` padding, or by ``F.pad`` where it is uneven or the inputs no window reads are
+    cut), with the weight unsqueezed the same way (stride ``s``, dilation ``d``), squeezed after.
+    The same in candle::
 
         let r = (l + 2 * p - d * (k - 1) - 1) % s;               // inputs no window reads
         let x = x.pad_with_zeros(2, p, p)?.narrow(2, 0, l + 2 * p - r)?.unsqueeze(2)?;
@@ -89,17 +90,28 @@ def conv1d(
         and isinstance(groups, int)
     )
     pads = _c1_pads(padding, weight.shape[-1], s, d) if ok else None
-    if pads is None or _tc_meta(F.conv1d, input, weight, bias, stride, padding, dilation, groups) is None:
+    if pads is None:
         return F.conv1d(input, weight, bias, stride, padding, dilation, groups)  # torch raises or computes
+    try:
+        y = _c1_as_conv2d(input, weight, bias, s, pads, d, groups)
+    except (RuntimeError, ValueError):  # shapes torch rejects: its own conv1d raises its own error
+        return F.conv1d(input, weight, bias, stride, padding, dilation, groups)
+    return y
+
+
+def _c1_as_conv2d(input, weight, bias, s: int, pads: Tuple[int, int], d: int, groups: int) -> torch.Tensor:
+    """The height-1 conv2d: even padding as conv2d's own (0, p) when no input is left unread,
+    else ``F.pad`` (a negative right pad cuts the unread inputs)."""
     batched = input.dim() == 3
-    x = input if batched else input.unsqueeze(0)
+    x = (input if batched else input.unsqueeze(0)).unsqueeze(-2)
     left, right = pads
     unread = (x.shape[-1] + left + right - d * (weight.shape[-1] - 1) - 1) % s
     right -= unread
-    x = x.unsqueeze(-2)
-    if left or right:
-        x = F.pad(x, (left, right))
-    y = F.conv2d(x, weight.unsqueeze(-2), bias, s, 0, d, groups).squeeze(-2).contiguous()
+    if left == right:
+        y = F.conv2d(x, weight.unsqueeze(-2), bias, s, (0, left), d, groups)
+    else:
+        y = F.conv2d(F.pad(x, (left, right)), weight.unsqueeze(-2), bias, s, 0, d, groups)
+    y = y.squeeze(-2).contiguous()
     return y if batched else y.squeeze(0)
 
 
