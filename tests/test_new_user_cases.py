@@ -290,6 +290,26 @@ def test_a_name_rebound_to_another_class_is_swapped_where_assigned():
     assert check_source(result.text) == []
 
 
+def test_a_layer_chosen_through_a_rebound_name_is_fixed_where_it_is_assigned():
+    """HDemucs: `klass = nn.Conv1d; if freq: klass = nn.Conv2d`, then two calls `klass(...)`. The
+    runtime's Conv1d equals torch's for any arguments, so the assignment's reference is swapped
+    once (both calls fixed) instead of refusing the calls; a strategy without the drop-in refuses."""
+    from candle_port.api import fix_source
+
+    source = NN + (
+        "klass = nn.Conv1d\nif freq:\n    klass = nn.Conv2d\n"
+        "a = klass(8, 16, 3)\nb = klass(16, 32, 1)\n"
+    )
+    assert [f.code for f in check_source(source)] == ["CP111", "CP111"]
+    result = fix_source(source, strategy="runtime")
+    assert not result.refused and len(result.fixed) == 2
+    assert result.text.count("candle_runtime.Conv1d") == 1 and "klass = nn.Conv2d\n" in result.text
+    assert "a = klass(8, 16, 3)\n" in result.text and check_source(result.text) == []
+    assert fix_source(result.text, strategy="runtime").text == result.text
+    refused = fix_source(source, strategy="nearest")
+    assert refused.text == source and len(refused.refused) == 2
+
+
 def test_upsampling_bilinear2d_is_described_by_what_it_implies_not_a_mode_argument():
     """nn.UpsamplingBilinear2d has no `mode` parameter; it is bilinear with align_corners=True."""
     [finding] = check_source(NN + "m = nn.UpsamplingBilinear2d(scale_factor=2)\n")

@@ -37,7 +37,8 @@ class Site:
     `resize(x, mode='bilinear')`), "value" (a layer class candle cannot run whatever its
     arguments, escaping as a value: `return nn.Conv3d`, `conv_op=nn.Conv3d`; class_values.py;
     `used_as` says how, and `chosen_from` the subscript when picked out of a literal at run
-    time). `no_grad`: `with torch.no_grad()` / `@torch.inference_mode()` when the call runs with
+    time). `rebound_classes`: for a "chosen" site called through a name rebound from one class to
+    another, the assigned expressions that name this site's API (port-fix swaps them). `no_grad`: `with torch.no_grad()` / `@torch.inference_mode()` when the call runs with
     gradients off (grad_mode.py). `chosen_from`: `POOLS[dim - 1]`, for
     kinds "chosen" and "picked". `lookup` decides names from the project index (values.Lookup).
     For kind "wrapper": `wrapper`, the wrapper's qualified name, and `wrapper_default`, the mode
@@ -62,6 +63,7 @@ class Site:
         "wrapper_default",
         "subclass_name",
         "used_as",
+        "rebound_classes",
     )
 
     def __init__(
@@ -84,6 +86,7 @@ class Site:
         wrapper_default: tuple | None = None,
         subclass_name: str = "",
         used_as: str = "",
+        rebound_classes: tuple = (),
     ) -> None:
         self.call = call
         self.api = api
@@ -103,6 +106,7 @@ class Site:
         self.wrapper_default = wrapper_default
         self.subclass_name = subclass_name
         self.used_as = used_as
+        self.rebound_classes = rebound_classes
 
     def replace(self, **changes) -> "Site":
         """A copy of this site with `changes` (port-fix moves a site onto its rewritten call)."""
@@ -432,16 +436,17 @@ def _conditional_sites(call: ast.Call, scope: Scope, resolver: Resolver, source:
 
 def _rebound_sites(call: ast.Call, scope: Scope, resolver: Resolver, aliases: list[Alias]) -> list[Site]:
     """`klass_tr = nn.ConvTranspose1d; if freq: klass_tr = nn.ConvTranspose2d; klass_tr(...)`
-    (demucs' HDemucs): a layer chosen at run time, one site per pooling or transposed-convolution
-    class the name can hold, judged with the call's arguments. The classes candle cannot run
-    whatever their arguments are value sites where they are assigned (class_values.py)."""
-    sites: list[Site] = []
+    (demucs' HDemucs): a layer chosen at run time, one site per pooling, convolution or
+    transposed-convolution class the name can hold, judged with the call's arguments, with the
+    assignments that name it (`rebound_classes`: port-fix swaps them). The classes candle cannot
+    run whatever their arguments are value sites where they are assigned (class_values.py)."""
+    sites: dict[str, Site] = {}
     for alias in aliases:
         for site in _layer_sites(call, scope, resolver, [alias.expression], alias.scope, "chosen", call.func.id,
                                  skip_whatever_its_arguments=True):
-            if all(site.api.name != other.api.name for other in sites):
-                sites.append(site)
-    return sites
+            kept = sites.setdefault(site.api.name, site)
+            kept.rebound_classes += (alias.expression,)
+    return list(sites.values())
 
 
 def _collection(node: ast.expr, scope: Scope, resolver: Resolver):

@@ -244,7 +244,27 @@ def _cst_site(site: Site, call: cst.Call) -> Site:
     return site.replace(call=call, arguments=arguments)
 
 
+def _assignments_swapped(planned):
+    """A layer chosen through a rebound name (`klass = nn.Conv1d; if freq: klass = nn.Conv2d;
+    klass(...)`) is fixed where its class is assigned: one reference swap per assignment that
+    names the site's API (as a class passed as a value), each once however many calls use it."""
+    out, seen = [], set()
+    for site, code in planned:
+        if site.kind != "chosen" or not site.rebound_classes:
+            out.append((site, code))
+            continue
+        for node in site.rebound_classes:
+            if (node.lineno, node.col_offset) in seen:
+                continue
+            seen.add((node.lineno, node.col_offset))
+            call = ast.copy_location(ast.Call(func=node, args=[], keywords=[]), node)
+            call.end_lineno, call.end_col_offset = node.end_lineno, node.end_col_offset
+            out.append((site.replace(call=call, kind="value"), code))
+    return out
+
+
 def _rewrite(module: cst.Module, tree: ast.Module, text: str, planned, strategy: str, vendored_module, result: FixResult, fast: bool) -> str:
+    planned = _assignments_swapped(planned)
     chosen = strategies.get(strategy)
     target = chosen.target(vendored_module)
     alias = None
