@@ -37,8 +37,9 @@ class Site:
     `resize(x, mode='bilinear')`), "value" (a layer class candle cannot run whatever its
     arguments, escaping as a value: `return nn.Conv3d`, `conv_op=nn.Conv3d`; class_values.py;
     `used_as` says how, and `chosen_from` the subscript when picked out of a literal at run
-    time). `rebound_classes`: for a "chosen" site called through a name rebound from one class to
-    another, the assigned expressions that name this site's API (port-fix swaps them). `no_grad`: `with torch.no_grad()` / `@torch.inference_mode()` when the call runs with
+    time). `rebound_classes`: for a "chosen" site called through a name bound to a conditional of
+    classes or rebound from one class to another, the expressions that name this site's API
+    (port-fix swaps them). `no_grad`: `with torch.no_grad()` / `@torch.inference_mode()` when the call runs with
     gradients off (grad_mode.py). `chosen_from`: `POOLS[dim - 1]`, for
     kinds "chosen" and "picked". `lookup` decides names from the project index (values.Lookup).
     For kind "wrapper": `wrapper`, the wrapper's qualified name, and `wrapper_default`, the mode
@@ -430,8 +431,7 @@ def _conditional_sites(call: ast.Call, scope: Scope, resolver: Resolver, source:
             pending += reversed(node.values)
         else:
             leaves.append(node)
-    return _layer_sites(call, scope, resolver, leaves, binding.scope, "chosen", call.func.id,
-                        skip_whatever_its_arguments=True)
+    return _swappable_layer_sites(call, scope, resolver, [(leaf, binding.scope) for leaf in leaves])
 
 
 def _rebound_sites(call: ast.Call, scope: Scope, resolver: Resolver, aliases: list[Alias]) -> list[Site]:
@@ -440,12 +440,18 @@ def _rebound_sites(call: ast.Call, scope: Scope, resolver: Resolver, aliases: li
     transposed-convolution class the name can hold, judged with the call's arguments, with the
     assignments that name it (`rebound_classes`: port-fix swaps them). The classes candle cannot
     run whatever their arguments are value sites where they are assigned (class_values.py)."""
+    return _swappable_layer_sites(call, scope, resolver, [(alias.expression, alias.scope) for alias in aliases])
+
+
+def _swappable_layer_sites(call: ast.Call, scope: Scope, resolver: Resolver, candidates) -> list[Site]:
+    """One "chosen" site per layer API among `candidates` ((expression, scope) pairs naming a
+    class), each with the expressions that name it (`rebound_classes`)."""
     sites: dict[str, Site] = {}
-    for alias in aliases:
-        for site in _layer_sites(call, scope, resolver, [alias.expression], alias.scope, "chosen", call.func.id,
+    for expression, candidate_scope in candidates:
+        for site in _layer_sites(call, scope, resolver, [expression], candidate_scope, "chosen", call.func.id,
                                  skip_whatever_its_arguments=True):
             kept = sites.setdefault(site.api.name, site)
-            kept.rebound_classes += (alias.expression,)
+            kept.rebound_classes += (expression,)
     return list(sites.values())
 
 
