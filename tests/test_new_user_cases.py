@@ -308,6 +308,11 @@ def test_a_layer_chosen_through_a_rebound_name_is_fixed_where_it_is_assigned():
     assert fix_source(result.text, strategy="runtime").text == result.text
     refused = fix_source(source, strategy="nearest")
     assert refused.text == source and len(refused.refused) == 2
+    # timm's ResNet: `avg_pool_fn = AvgPool2dSame if ... else nn.AvgPool2d`. The imported class may
+    # subclass nn.AvgPool2d (it does), which one file cannot show: not swapped, refused.
+    timm_style = NN + "from timm.layers import AvgPool2dSame\npool_fn = AvgPool2dSame if d > 1 else nn.AvgPool2d\nm = pool_fn(2, s, ceil_mode=True)\n"
+    kept = fix_source(timm_style, strategy="runtime")
+    assert kept.text == timm_style and "chosen by a conditional" in kept.refused[0].reason
 
 
 def test_upsampling_bilinear2d_is_described_by_what_it_implies_not_a_mode_argument():

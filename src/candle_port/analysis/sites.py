@@ -445,13 +445,22 @@ def _rebound_sites(call: ast.Call, scope: Scope, resolver: Resolver, aliases: li
 
 def _swappable_layer_sites(call: ast.Call, scope: Scope, resolver: Resolver, candidates) -> list[Site]:
     """One "chosen" site per layer API among `candidates` ((expression, scope) pairs naming a
-    class), each with the expressions that name it (`rebound_classes`)."""
+    class), each with the expressions that name it (`rebound_classes`) when every candidate is a
+    torch class (a swap must not leave a user's subclass of the API behind)."""
     sites: dict[str, Site] = {}
+    # Swapped only when every candidate is one of torch's own classes: another (timm's AvgPool2dSame,
+    # imported from another module) may subclass the API, and port-fix, checking one file, cannot
+    # tell; a swap would then leave that class's site behind.
+    torch_only = all(
+        names and all(name.startswith("torch.") for name in names)
+        for names in (resolver.qualified_names(expression, candidate_scope) for expression, candidate_scope in candidates)
+    )
     for expression, candidate_scope in candidates:
         for site in _layer_sites(call, scope, resolver, [expression], candidate_scope, "chosen", call.func.id,
                                  skip_whatever_its_arguments=True):
             kept = sites.setdefault(site.api.name, site)
-            kept.rebound_classes += (expression,)
+            if torch_only:
+                kept.rebound_classes += (expression,)
     return list(sites.values())
 
 
