@@ -265,6 +265,18 @@ def test_a_name_from_a_package_init_left_out_says_to_run_without_the_flag():
     assert run(f"{FIXTURES}/needs_init_pkg/net.py:Net", "--input-shape", "1,3,8,8").exit_code == 0
 
 
+def test_an_import_error_with_skip_package_init_given_does_not_recommend_it():
+    """DAC: dac.model.dac imports dac.nn.layers, whose package's __init__.py imports losses that need
+    a missing package. The flag leaves out only the packages above the model's module: the error
+    says so and names the __init__.py that ran, instead of recommending the flag already given."""
+    failed = run(f"{FIXTURES}/sibling_init_pkg/model/net.py:Net", "--input-shape", "1,2,8", "--skip-package-init")
+    assert failed.exit_code == 2
+    text = " ".join(failed.output.split())
+    assert "module 'candle_port_missing_audio_dependency' is not installed" in text
+    assert "install what sibling_init_pkg.layers's __init__.py imports" in text
+    assert "--skip-package-init, given, leaves out only" in text and "--skip-package-init imports" not in text
+
+
 def test_a_model_making_float32_tensors_in_float64_says_to_verify_in_float32():
     """torchvision's RAFT in float64: "expected scalar type Double but found Float" came alone."""
     failed = run(f"{FIXTURES}/float32_made.py:MadeInFloat32", "--input-shape", "1,3,8,8", "--dtype", "float64")

@@ -176,9 +176,10 @@ _DISTRIBUTIONS = {
 }
 
 
-def describe_import_error(target: str, exc: BaseException) -> str:
+def describe_import_error(target: str, exc: BaseException, skipping: bool = False) -> str:
     """One line for an import that failed while building the model: which module is missing,
-    which module imports it (file and line), and how to proceed. Not a traceback."""
+    which module imports it (file and line), and how to proceed. Not a traceback. `skipping`:
+    --skip-package-init is on already (so it is not the advice)."""
     importer = _importing_frame(exc)
     where = f"; imported by {importer[0]} ({importer[1]}:{importer[2]})" if importer else ""
     bare = getattr(exc, "name", None)
@@ -189,7 +190,13 @@ def describe_import_error(target: str, exc: BaseException) -> str:
         return (f"cannot import {target}: {reason}{where}: {bare}'s __init__.py defines it, and "
                 f"--skip-package-init does not run it; verify without --skip-package-init")
     package = _package_above(target, exc)
-    if package is not None and target.startswith(package + "."):
+    if package is not None and skipping:
+        # DAC: dac.model.dac imports dac.nn.layers, and dac.nn's __init__.py imports its losses
+        ran = _first_init(exc) or package
+        instead = (f"install what {ran}'s __init__.py imports (the failing import is there): "
+                   f"--skip-package-init, given, leaves out only the __init__.py of the packages above "
+                   f"{target}, and the model imports {ran} itself")
+    elif package is not None and target.startswith(package + "."):
         # The model's module never got to run: a package above it imports everything (model zoos'
         # __init__.py import every model and its dependencies).
         instead = (f"--skip-package-init imports {target} without running {package}'s __init__.py "
@@ -208,6 +215,17 @@ def describe_import_error(target: str, exc: BaseException) -> str:
     reason = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
     hint = f". If the model does not need what failed, {instead}" if package is not None else ""
     return f"cannot import {target}: {type(exc).__name__}: {reason}{where}{hint}"
+
+
+def _first_init(exc: BaseException) -> str | None:
+    """The package of the first __init__.py the failing import ran in (its full dotted name)."""
+    tb = exc.__traceback__
+    while tb is not None:
+        name = str(tb.tb_frame.f_globals.get("__name__", ""))
+        if os.path.basename(tb.tb_frame.f_code.co_filename) == "__init__.py" and name and not name.startswith(("importlib", "candle_port")):
+            return name
+        tb = tb.tb_next
+    return None
 
 
 def _package_above(target: str, exc: BaseException) -> str | None:

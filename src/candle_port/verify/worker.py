@@ -153,7 +153,7 @@ def _load_target(job: dict) -> Any:
     except Exception as exc:
         from .spec import describe_import_error
 
-        raise WorkerError("import", describe_import_error(job["module"], exc)) from exc
+        raise WorkerError("import", describe_import_error(job["module"], exc, bool(job.get("skip_package_init")))) from exc
     obj: Any = module
     for part in job["attr"].split("."):
         if not hasattr(obj, part):
@@ -172,7 +172,7 @@ def _config_args(job: dict) -> tuple:
     try:
         obj: Any = importlib.import_module(module_name)
     except Exception as exc:
-        raise WorkerError("import", describe_import_error(module_name, exc)) from exc
+        raise WorkerError("import", describe_import_error(module_name, exc, bool(job.get("skip_package_init")))) from exc
     for part in attr.split("."):
         if not hasattr(obj, part):
             raise WorkerError("import", f"{module_name} has no attribute {attr!r} (--config-class)")
@@ -195,7 +195,8 @@ def _build(job: dict) -> tuple[Any, Any]:
     except ImportError as exc:  # a factory that imports inside its body
         from .spec import describe_import_error
 
-        raise WorkerError("build", f"{job['attr']}: " + describe_import_error(job["module"], exc)) from exc
+        skipping = bool(job.get("skip_package_init"))
+        raise WorkerError("build", f"{job['attr']}: " + describe_import_error(job["module"], exc, skipping)) from exc
     except Exception as exc:
         raise WorkerError("build", f"{job['attr']}(**{job['init_kwargs']}) failed: {type(exc).__name__}: {exc}") from exc
     if not isinstance(model, torch.nn.Module):
