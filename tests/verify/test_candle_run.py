@@ -443,6 +443,25 @@ def test_a_padded_conv_transpose1d_forward_is_not_a_suspect(binary):
     assert all(t["status"] == "ok" for t in native["tensors"] if t["kind"] == "output")
 
 
+def test_the_forward_suspect_needs_batch_and_input_channels_above_one_and_no_padding():
+    """candle's col2im conv_transpose1d forward is right with one input channel or batch 1, and
+    with padding it takes the direct kernel: only the measured case is named."""
+    from candle_port.verify.candle_run import forward_suspects
+
+    def graph(batch, padding=(0,)):
+        node = {"op": "aten.convolution.default", "location": "dec.py:7", "code": "y = up(x)",
+                "args": [{"ref": "x"}, {"ref": "w"}, None, [2], list(padding), [1], True, [0], 1],
+                "outputs": [{"shape": [batch, 2, 12]}]}
+        return {"nodes": [node]}
+
+    [suspect] = forward_suspects(graph(2), {"w": [3, 2, 4]})
+    assert suspect["locations"] == ["dec.py:7"] and "forward is wrong for batch > 1" in suspect["why"]
+    assert forward_suspects(graph(2), {"w": [1, 2, 4]}) == []
+    assert forward_suspects(graph(1), {"w": [3, 2, 4]}) == []
+    assert forward_suspects(graph(2, padding=(1,)), {"w": [3, 2, 4]}) == []
+    assert len(forward_suspects(graph(2), {})) == 1  # a computed weight (weight norm): assumed several
+
+
 def test_port_fixed_unet_trains_in_native_candle(binary, tmp_path):
     """port-fix's rewrite decomposes the resizes into ops candle differentiates natively."""
     from candle_port.api import fix_source

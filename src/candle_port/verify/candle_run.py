@@ -255,12 +255,25 @@ def mode_difference_suspects(graph: dict) -> list[dict]:
     return list(found.values())
 
 
-def forward_suspects(graph: dict) -> list[dict]:
+def placeholder_shapes(export_dir: Path, graph: dict) -> dict[str, list[int]]:
+    """The shape of each placeholder node (parameters, buffers, inputs), read from the export's
+    tensor file header."""
+    from safetensors import safe_open
+
+    with safe_open(str(export_dir / "tensors.safetensors"), "pt") as tensors:
+        stored = {key: list(tensors.get_slice(key).get_shape()) for key in tensors.keys()}
+    return {p["node"]: stored[f"{p['kind']}.{p['name']}"] for p in graph.get("placeholders", [])
+            if f"{p['kind']}.{p['name']}" in stored}
+
+
+def forward_suspects(graph: dict, shapes: dict[str, list[int]] | None = None) -> list[dict]:
     """When native candle's outputs differ from torch's: the nodes whose candle forward is measured
     wrong. candle 0.11.0's conv_transpose1d without padding, output_padding or dilation takes its
     CPU col2im path, wrong for batch > 1 with more than one input channel (candle_native.rs,
     `conv_transpose1d_forward_is_wrong_for_batch_above_one_without_padding`; EnCodec's and demucs'
-    decoders), one entry with every location."""
+    decoders), one entry with every location. `shapes`: placeholder shapes, for the weight's input
+    channels (a weight computed in the graph, as weight norm's, is assumed to have several)."""
+    shapes = shapes or {}
     locations: list[str] = []
     code = None
     for node in graph["nodes"]:
@@ -269,7 +282,10 @@ def forward_suspects(graph: dict) -> list[dict]:
         if not (node["op"].startswith("aten.convolution") and len(args) > 8 and args[6] is True and len(shape) == 3):
             continue
         padding, dilation, output_padding = args[4], args[5], args[7]
-        if shape[0] > 1 and list(padding) == [0] and list(dilation) == [1] and list(output_padding) == [0]:
+        weight = shapes.get(args[1].get("ref", "")) if isinstance(args[1], dict) else None
+        channels_in = weight[0] if weight else 2
+        if (shape[0] > 1 and channels_in > 1 and list(padding) == [0] and list(dilation) == [1]
+                and list(output_padding) == [0]):
             if node["location"] and node["location"] not in locations:
                 locations.append(node["location"])
             code = code or node["code"]
@@ -414,6 +430,7 @@ def check_in_candle(model: Any, inputs: Sequence[Any], seed: int = 0, modes: Seq
         tol = choose_candle_tolerance(dtype, noise, rtol, atol, factor)
         runs = (noise or {}).get("runs", [])
         results = {mode: run_mode(binary, export_dir, mode, tol, runs) for mode in modes}
+        shapes = placeholder_shapes(export_dir, graph)
     native, port = results.get("native"), results.get("port")
     # native ran every op but its gradients differ or are missing (a fused softmax cuts them),
     # with no op measured wrong, while port mode equals torch: name the ops the modes run differently
@@ -421,7 +438,7 @@ def check_in_candle(model: Any, inputs: Sequence[Any], seed: int = 0, modes: Seq
             and native["backward"]["ok"] and not native["failing_ops"] and not native["suspects"]):
         native["suspects"] = mode_difference_suspects(graph)
     if native and "error" not in native and any(t["kind"] == "output" and t["status"] != "ok" for t in native["tensors"]):
-        native["suspects"] = forward_suspects(graph) + native["suspects"]
+        native["suspects"] = forward_suspects(graph, shapes) + native["suspects"]
     ops = sorted({n["op"] for n in graph["nodes"]})
     final = results.get("port", next(iter(results.values())))
     return {"ok": final["ok"], "rtol": tol.floor, "tolerance": tol.to_json(), "dtype": dtype, "ops": ops,
