@@ -226,8 +226,12 @@ def scan_module(tree: ast.Module, text: str = "", index=None, package: str = "",
     sites: list[Site] = []
     plain: list[tuple[ast.Call, Scope]] = []
     for call, scope in builder.calls:
-        site = _site_for_call(call, scope, resolver)
-        found = [site] if site is not None else _chosen_sites(call, scope, resolver, source)
+        aliases = rebound_layer_aliases(call.func.id, scope, resolver) if isinstance(call.func, ast.Name) else None
+        if aliases:  # a name rebound from one layer class to another: a layer chosen at run time
+            found = _rebound_sites(call, scope, resolver, aliases)
+        else:
+            site = _site_for_call(call, scope, resolver)
+            found = [site] if site is not None else _chosen_sites(call, scope, resolver, source)
         if not found:
             plain.append((call, scope))
         sites.extend(found)
@@ -262,6 +266,14 @@ def _class_bases(info: ClassInfo, resolver: Resolver, depth: int) -> set[str]:
     return out
 
 
+def reference_call(node: ast.expr) -> ast.Call:
+    """A call-less site's stand-in call: `node` (a class reference: a subclass's base, a class
+    passed as a value) as the callee, spanning exactly it, so positions and rewrites find it."""
+    call = ast.copy_location(ast.Call(func=node, args=[], keywords=[]), node)
+    call.end_lineno, call.end_col_offset = node.end_lineno, node.end_col_offset
+    return call
+
+
 def _subclass_definition_sites(builder, resolver: Resolver, sites: list[Site]) -> list[Site]:
     """A site at the base of each local class that subclasses a layer candle cannot run or train
     whatever its arguments, where this module constructs no instance of it by name: a class
@@ -279,9 +291,7 @@ def _subclass_definition_sites(builder, resolver: Resolver, sites: list[Site]) -
             api_found = _api_of(base, info.scope, resolver)
             if api_found is None or not api_found[1].is_module or not unsupported_whatever_its_arguments(api_found[1]):
                 continue
-            call = ast.copy_location(ast.Call(func=base, args=[], keywords=[]), base)
-            call.end_lineno, call.end_col_offset = base.end_lineno, base.end_col_offset
-            site = Site(call, api_found[1], api_found[0], "subclass", info.scope, resolver, subclass=info)
+            site = Site(reference_call(base), api_found[1], api_found[0], "subclass", info.scope, resolver, subclass=info)
             site.subclass_name = info.node.name
             found.append(site)
             break
@@ -295,9 +305,7 @@ def _class_value_sites(tree: ast.Module, builder, resolver: Resolver, source: So
     found: list[Site] = []
     for reference, name, api in class_values(tree, builder, resolver, source, skip):
         node = reference.node
-        call = ast.copy_location(ast.Call(func=node, args=[], keywords=[]), node)
-        call.end_lineno, call.end_col_offset = node.end_lineno, node.end_col_offset
-        site = Site(call, api, name, "value", reference.scope, resolver, used_as=reference.used_as)
+        site = Site(reference_call(node), api, name, "value", reference.scope, resolver, used_as=reference.used_as)
         if reference.picked_from is not None:
             site.chosen_from = code_of(reference.picked_from, source).strip()
         found.append(site)
@@ -329,8 +337,6 @@ def _imported_subclass(func: ast.expr, scope: Scope, resolver: Resolver) -> bool
 
 
 def _site_for_call(call: ast.Call, scope: Scope, resolver: Resolver) -> Site | None:
-    if isinstance(call.func, ast.Name) and rebound_layer_aliases(call.func.id, scope, resolver):
-        return None  # a layer chosen at run time (_chosen_sites)
     found = _api_of(call.func, scope, resolver)
     if found is not None:
         name, api = found
@@ -368,9 +374,6 @@ def _chosen_sites(call: ast.Call, scope: Scope, resolver: Resolver, source: Sour
     """
     func = call.func
     if isinstance(func, ast.Name):
-        aliases = rebound_layer_aliases(func.id, scope, resolver)
-        if aliases:
-            return _rebound_sites(call, scope, resolver, aliases)
         return _conditional_sites(call, scope, resolver, source)
     if not isinstance(func, ast.Subscript) or isinstance(func.slice, (ast.Slice, ast.Tuple)):
         return []

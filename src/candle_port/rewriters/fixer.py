@@ -19,7 +19,7 @@ import sys
 import libcst as cst
 
 from candle_port.analysis.names import ClassInfo
-from candle_port.analysis.sites import Site, scan_module
+from candle_port.analysis.sites import Site, reference_call, scan_module
 from candle_port.checker import findings_for_scan, harmless_without_gradients, parse, parse_cst, site_position
 from candle_port.config import Config
 from candle_port.findings import FileError
@@ -257,9 +257,7 @@ def _assignments_swapped(planned):
             if (node.lineno, node.col_offset) in seen:
                 continue
             seen.add((node.lineno, node.col_offset))
-            call = ast.copy_location(ast.Call(func=node, args=[], keywords=[]), node)
-            call.end_lineno, call.end_col_offset = node.end_lineno, node.end_col_offset
-            out.append((site.replace(call=call, kind="value"), code))
+            out.append((site.replace(call=reference_call(node), kind="value"), code))
     return out
 
 

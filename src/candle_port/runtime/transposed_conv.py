@@ -1,11 +1,12 @@
 """Transposed convolutions (1-D, 2-D with groups / output_padding / dilation) as plain convolutions.
 
 candle's ``conv_transpose1d`` has no backward, its ``conv_transpose2d`` no ``groups`` argument and a
-backward that ignores ``output_padding``; its ``conv1d`` / ``conv2d`` have full backwards (conv2d
-with one stride, one dilation, one padding and equal H/W residuals; ../shared/candle-ops.md 2.1).
-These functions equal torch's (values, input / weight / bias gradients) and touch the input only
-through ``cat`` (one zero slice), ``index_select``, ``narrow``, ``constant_pad_nd``, ``stack`` and
-``conv1d`` / ``conv2d`` (stride 1):
+backward that ignores ``output_padding``; its ``conv2d`` has a full backward (with one stride, one
+dilation, one padding and equal H/W residuals; ../shared/candle-ops.md 2.1), its ``conv1d`` a
+wrong weight gradient for batch > 1 (CP111), so a 1-D transposed convolution runs as a 2-D one
+of height 1. These functions equal torch's (values, input / weight / bias gradients) and touch
+the input only through ``cat`` (one zero slice), ``index_select``, ``narrow``,
+``constant_pad_nd``, ``stack`` and ``conv2d`` (stride 1):
 
     conv_transpose(x, w, s, p, op, g, d)
       = conv(dilate_s(x) padded by d(k-1)-p left and d(k-1)-p+op right,   # one index_select per axis
@@ -283,7 +284,7 @@ def _tc_polyphase(x, weight, bias, s, p, op, d, groups, nd, conv=None):
     per output residue, each with its own taps of the kernel (no inserted zeros: ``prod(s)``
     times fewer multiply-adds than convolving the zero-dilated input), interleaved by one
     ``stack`` and a permuted reshape, then cut to the output size. ``conv(x, w, bias, groups)``:
-    the stride-1 unpadded convolution (default ``conv1d`` / ``conv2d``). None where it does not
+    the stride-1 unpadded convolution (default ``conv2d``). None where it does not
     apply: a dilation above 1, every stride 1, or a residue that reads no tap."""
     if any(v != 1 for v in d) or all(v == 1 for v in s):
         return None
@@ -296,10 +297,8 @@ def _tc_polyphase(x, weight, bias, s, p, op, d, groups, nd, conv=None):
     q_lens = tuple(a[0] for a in axes)
     w = _tc_flip_weight(weight, groups, nd)  # (C_out, C_in/g, *k), every axis reversed
     if conv is None:
-        plain = F.conv1d if nd == 1 else F.conv2d
-
         def conv(xp, wp, b, g):
-            return plain(xp, wp, b, 1, 0, 1, g)
+            return F.conv2d(xp, wp, b, 1, 0, 1, g)
 
     def phase_output(picks) -> torch.Tensor:
         xp, wp = x, w
@@ -357,8 +356,8 @@ def _tc_transposed(nd, torch_fn, input, weight, bias, stride, padding, output_pa
     if not ok:
         return torch_fn(*args)  # torch raises, or computes what needs no composition
     if nd == 1:
-        # candle 0.11.0's conv1d weight gradient is wrong for batch > 1 with > 1 input channels
-        # (measured, docs/verify-candle.md): a 2-D transposed convolution of height 1, whose
+        # candle 0.11.0's conv1d weight gradient is wrong for batch > 1 with > 1 output channel per
+        # group (measured, docs/verify-candle.md): a 2-D transposed convolution of height 1, whose
         # conv2d candle differentiates right (a height-1 kernel makes the H dilation moot)
         y = _tc_transposed(2, F.conv_transpose2d, input.unsqueeze(-2), weight.unsqueeze(-2), bias, (1, s[0]),
                            (0, p[0]), (0, op[0]), groups, (d[0], d[0]))
@@ -374,10 +373,7 @@ def _tc_transposed(nd, torch_fn, input, weight, bias, stride, padding, output_pa
     cl = _tc_channels_last(x, s, op)
     x = _tc_prepare(x, weight, s, p, op, d, nd)
     w = _tc_flip_weight(weight, groups, nd)
-    if nd == 1:
-        y = F.conv1d(x, w, bias, 1, 0, d[0], groups)
-    else:
-        y = _tc_dense(_tc_conv2d(x, w, bias, (1, 1), ((0, 0), (0, 0)), d, groups), cl)
+    y = _tc_dense(_tc_conv2d(x, w, bias, (1, 1), ((0, 0), (0, 0)), d, groups), cl)
     return y if batched else y.squeeze(0)
 
 
@@ -398,8 +394,8 @@ def conv_transpose1d(
 
     **Composition.** :func:`conv_transpose2d` on the input and weight with a height-1 axis
     inserted (``unsqueeze(-2)``; stride ``(1, s)``, padding ``(0, p)``), squeezed after: candle
-    0.11.0's ``conv1d`` returns a wrong weight gradient for batch > 1 with more than one input
-    channel (measured, docs/verify-candle.md), its ``conv2d`` a right one. Along L, an
+    0.11.0's ``conv1d`` returns a wrong weight gradient for batch > 1 with more than one output
+    channel per group (measured, docs/verify-candle.md), its ``conv2d`` a right one. Along L, an
     ``index_select`` with a host-built table inserts ``s - 1`` zeros between elements and pads
     ``d (k - 1) - p`` zeros left and that plus ``op`` right (a negative pad crops; the zeros come
     from one concatenated zero slice), then ``conv2d(stride 1, padding 0, dilation d, groups g)``

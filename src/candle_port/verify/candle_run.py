@@ -221,12 +221,17 @@ def wrong_gradient_suspects(export_dir: Path, mode: str) -> list[dict]:
         wrong = [m for m in entry.get("measured", []) if m["verdict"] == "wrong-gradient" and m["role"] == "verdict"]
         if not wrong or (mode == "port" and name in PORT_TWINS):
             continue
-        shape = (node["outputs"][0] or {}).get("shape", []) if node["outputs"] else []
+        shape = _output_shape(node)
         if name in ("convolution", "_convolution") and len(shape) != 3:
             continue  # only the 1-D convolution's gradient is measured wrong
         suspects.append({"op": node["op"], "location": node["location"], "code": node["code"],
                          "measured": "; ".join(f"{m['probe']}: {m['evidence']}" for m in wrong)})
     return suspects
+
+
+def _output_shape(node: dict) -> list[int]:
+    """The shape of a graph node's first output ([] when it has none)."""
+    return (node["outputs"][0] or {}).get("shape", []) if node.get("outputs") else []
 
 
 def mode_difference_suspects(graph: dict) -> list[dict]:
@@ -278,7 +283,7 @@ def forward_suspects(graph: dict, shapes: dict[str, list[int]] | None = None) ->
     code = None
     for node in graph["nodes"]:
         args = node.get("args") or []
-        shape = (node["outputs"][0] or {}).get("shape", []) if node.get("outputs") else []
+        shape = _output_shape(node)
         if not (node["op"].startswith("aten.convolution") and len(args) > 8 and args[6] is True and len(shape) == 3):
             continue
         padding, dilation, output_padding = args[4], args[5], args[7]
@@ -305,7 +310,7 @@ def _note_of(entry: dict) -> str:
 def _twinned_convolution(node: dict) -> bool:
     """Whether port mode runs this convolution by a twin (conv.rs `needs_twin`, with 1-D): 1-D and
     3-D convolutions and transposed ones; a plain 2-D convolution is candle's in both modes."""
-    shape = (node["outputs"][0] or {}).get("shape", []) if node["outputs"] else []
+    shape = _output_shape(node)
     args = node.get("args") or []
     transposed = len(args) > 6 and args[6] is True
     return len(shape) in (3, 5) or transposed

@@ -217,32 +217,31 @@ def describe_import_error(target: str, exc: BaseException, skipping: bool = Fals
     return f"cannot import {target}: {type(exc).__name__}: {reason}{where}{hint}"
 
 
-def _first_init(exc: BaseException) -> str | None:
-    """The package of the first __init__.py the failing import ran in (its full dotted name)."""
+def _package_inits(exc: BaseException):
+    """(package, file) of each package __init__.py the failing import ran in, outermost first."""
     tb = exc.__traceback__
     while tb is not None:
         name = str(tb.tb_frame.f_globals.get("__name__", ""))
-        if os.path.basename(tb.tb_frame.f_code.co_filename) == "__init__.py" and name and not name.startswith(("importlib", "candle_port")):
-            return name
+        file = tb.tb_frame.f_code.co_filename
+        if os.path.basename(file) == "__init__.py" and name and not name.startswith(("importlib", "candle_port")):
+            yield name, file
         tb = tb.tb_next
-    return None
+
+
+def _first_init(exc: BaseException) -> str | None:
+    """The package of the first __init__.py the failing import ran in (its full dotted name)."""
+    return next((name for name, _ in _package_inits(exc)), None)
 
 
 def _package_above(target: str, exc: BaseException) -> str | None:
     """The outermost package whose __init__.py the failing import ran in: one above module
     `target`, else (a driver importing a zoo) the first package __init__ in the traceback."""
-    tb = exc.__traceback__
     first = None
-    while tb is not None:
-        frame = tb.tb_frame
-        name = str(frame.f_globals.get("__name__", ""))
-        file = frame.f_code.co_filename
-        if os.path.basename(file) == "__init__.py" and name and not name.startswith(("importlib", "candle_port")):
-            if target.startswith(name + "."):
-                return name
-            if "site-packages" not in file and "dist-packages" not in file:  # the user's zoo, not a library
-                first = first or name.split(".")[0]
-        tb = tb.tb_next
+    for name, file in _package_inits(exc):
+        if target.startswith(name + "."):
+            return name
+        if "site-packages" not in file and "dist-packages" not in file:  # the user's zoo, not a library
+            first = first or name.split(".")[0]
     return first
 
 
