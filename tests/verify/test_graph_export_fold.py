@@ -39,3 +39,55 @@ def test_the_exported_graph_has_no_arange_node(tmp_path):
     assert not any("arange" in op for op in ops), ops
     assert any("index_select" in op for op in ops)
     assert any(p["kind"] == "const" for p in graph["placeholders"])
+
+
+class KernelFromBuffer(torch.nn.Module):
+    """Dance Diffusion's down/upsampler: a convolution kernel built from a buffer with index_put,
+    and a frozen projection (Gaussian Fourier features) expanded before use."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.register_buffer("taps", torch.tensor([0.25, 0.5, 0.25], dtype=torch.float64))
+        self.frozen = torch.nn.Parameter(torch.tensor([1.5, -2.0], dtype=torch.float64), requires_grad=False)
+        self.gain = torch.nn.Parameter(torch.tensor(3.0, dtype=torch.float64))
+
+    def forward(self, x):
+        kernel = x.new_zeros(2, 2, 3)
+        index = torch.arange(2)
+        kernel[index, index] = self.taps  # index_put of the buffer on the diagonal
+        bias = self.frozen[None, :].expand(x.shape[0], 2)
+        y = torch.nn.functional.conv1d(x, kernel, padding=1) * self.gain
+        return y + bias[:, :, None]
+
+
+def test_what_only_buffers_and_frozen_parameters_feed_is_a_constant(tmp_path):
+    graph = export_graph(KernelFromBuffer(), [torch.randn(2, 2, 5, dtype=torch.float64)], tmp_path)
+    ops = [node["op"] for node in graph["nodes"]]
+    assert not any("index_put" in op or "expand" in op for op in ops), ops
+    assert any("convolution" in op for op in ops)
+    kinds = {p["name"]: p["kind"] for p in graph["placeholders"]}
+    assert kinds["gain"] == "param" and kinds["frozen"] == "buffer" and kinds["taps"] == "buffer"
+
+
+def test_folding_never_runs_an_op_that_mutates_its_argument():
+    class Counting(torch.nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.register_buffer("seen", torch.zeros((), dtype=torch.int64))
+            self.w = torch.nn.Parameter(torch.ones(2, dtype=torch.float64))
+
+        def forward(self, x):
+            self.seen += 1  # functionalized into add + copy_ back into the buffer
+            return x * self.w
+
+    model = Counting()
+    gm, params, buffers = trace_for_candle(model, [torch.ones(2, dtype=torch.float64)])
+    placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
+    fixed = {placeholders[len(params)].name: model.seen}
+    before = int(model.seen)
+    constants: dict = {}
+    folded = fold_constants(gm, constants, fixed)
+    ops = {n.name: str(n.target) for n in gm.graph.nodes if n.op == "call_function"}
+    assert any("add" in ops[name] for name in folded)
+    assert not any("copy_" in ops[name] for name in folded)
+    assert int(model.seen) == before

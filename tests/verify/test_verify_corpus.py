@@ -96,3 +96,37 @@ def test_runtime_rewrite_passes(model, shape, kwargs, source_root, original_lack
     assert data["tolerance"]["method"] == "float64"
     assert data["max_diffs"]["worst_ratio"] <= WORST_RATIO_SEEN
     assert str(CORPUS) not in data["module_files"]["rewritten"]
+
+
+D = CORPUS / "diffusers" / "diffusers" / "models"
+_TINY_VQ = {"in_channels": 3, "out_channels": 3, "block_out_channels": [8, 16], "layers_per_block": 1,
+            "norm_num_groups": 4, "latent_channels": 4, "num_vq_embeddings": 16, "vq_embed_dim": 4, "sample_size": 16,
+            "down_block_types": ["DownEncoderBlock2D", "DownEncoderBlock2D"],
+            "up_block_types": ["UpDecoderBlock2D", "UpDecoderBlock2D"]}
+
+
+@pytest.mark.parametrize("model, shape, kwargs, forward_kwargs, source_root, original_lacking, original_wrong", [
+    # VQModel's quantizer: cdist feeds only argmin (an integer row index), so it is off every gradient path;
+    # verify failed it as "not in the candle op table".
+    pytest.param("diffusers.models.autoencoders.vq_model:VQModel", "2,3,16,16", _TINY_VQ, {"return_dict": False},
+                 D / "autoencoders", set(), set(), id="diffusers-vqmodel"),
+    # Dance Diffusion's UNet1DModel: a frozen Gaussian Fourier projection (broadcast_to, which verify failed as
+    # "not in the candle op table" on a gradient path), conv1d (CP111) and conv_transpose1d (CP108).
+    pytest.param("diffusers.models.unets.unet_1d:UNet1DModel", "2,2,64",
+                 {"sample_size": 64, "extra_in_channels": 16, "time_embedding_dim": 16},
+                 {"timestep": 10, "return_dict": False}, D / "unets", {"conv_transpose1d"}, {"conv1d"},
+                 id="diffusers-unet1d-dance"),
+])
+def test_diffusers_models_pass(model, shape, kwargs, forward_kwargs, source_root, original_lacking, original_wrong):
+    app = typer.Typer()
+    app.command()(verify_command)
+    result = CliRunner().invoke(app, [model, "--input-shape", shape, "--init-kwargs", json.dumps(kwargs),
+                                      "--forward-kwargs", json.dumps(forward_kwargs), "--dtype", "float64",
+                                      "--source-root", str(source_root), "--output-format", "json"])
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.stdout)
+    assert data["verdict"] == "pass"
+    assert {r["name"] for r in data["graphs"]["original"]["lacking"]} == original_lacking
+    assert {r["name"] for r in data["graphs"]["original"]["wrong"]} == original_wrong
+    assert data["graphs"]["rewritten"]["lacking"] == [] and data["graphs"]["rewritten"]["wrong"] == []
+    assert all(row["ok"] for row in data["comparisons"])

@@ -325,3 +325,70 @@ def test_compare_reports_missing_gradients_and_new_parameters():
     rows = {r.name: r for r in compare_results(original, rewritten, FIXED, ["up.weight"])}
     assert rows["output"].ok and rows["w"].ok is False and rows["gone"].ok is False
     assert rows["up.weight"].kind == "new param" and rows["up.weight"].ok is None
+
+
+class Quantizer(nn.Module):
+    """VQ-VAE's nearest-codebook lookup: `cdist` only feeds `argmin`, whose integer result picks
+    rows of the codebook; no gradient goes back through the distances."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.proj = nn.Linear(4, 4)
+        self.codebook = nn.Parameter(torch.randn(6, 4))
+
+    def forward(self, x):
+        z = self.proj(x)
+        index = torch.cdist(z, self.codebook).argmin(-1)
+        return z + (self.codebook[index] - z).detach(), index
+
+
+def test_a_value_that_only_feeds_an_integer_result_is_off_the_gradient_path():
+    report = trace_model(Quantizer(), [torch.randn(5, 4)])
+    by_name = {r.name: r for r in report.ops}
+    cdist = [r for r in report.ops if "cdist" in r.name]
+    assert cdist and not any(r.on_grad_path for r in cdist)
+    assert by_name["linear"].on_grad_path
+
+
+class FrozenProjection(nn.Module):
+    """diffusers' GaussianFourierProjection: a frozen random weight, broadcast, then sin/cos."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.weight = nn.Parameter(torch.randn(4), requires_grad=False)
+        self.out = nn.Linear(8, 3)
+
+    def forward(self, x):
+        proj = torch.broadcast_to(self.weight[None, :], (x.shape[0], 4)) * 6.28
+        return self.out(torch.cat([proj.sin(), proj.cos()], dim=-1)) * x
+
+
+def test_a_frozen_parameter_starts_no_gradient_path():
+    for trace in (trace_model, trace_with_make_fx):
+        report = trace(FrozenProjection(), [torch.randn(2, 3)])
+        assert not any(r.on_grad_path for r in report.ops if r.name in ("sin", "cos", "expand", "broadcast_to")), trace
+        assert any(r.on_grad_path for r in report.ops if r.name in ("addmm", "linear", "mm")), trace
+    model = FrozenProjection()
+    model.weight.requires_grad_(True)
+    report = trace_with_make_fx(model, [torch.randn(2, 3)])
+    assert any(r.on_grad_path for r in report.ops if r.name == "sin")
+
+
+class MutatedThroughAView(nn.Module):
+    """An in-place op on a view of a parameter's result, read later through the base tensor: the
+    graph links the later read to the base, not to the in-place op."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.lin = nn.Linear(4, 4)
+
+    def forward(self, x):
+        y = self.lin(x)
+        y[:, :2].relu_()
+        return y * 2
+
+
+def test_an_in_place_op_stays_on_the_gradient_path():
+    report = trace_with_make_fx(MutatedThroughAView(), [torch.randn(3, 4)])
+    relu = [r for r in report.ops if r.name.startswith("relu")]
+    assert relu and all(r.on_grad_path for r in relu)

@@ -317,8 +317,9 @@ def _twinned_convolution(node: dict) -> bool:
 
 
 # ops the candle-port-run maps differently in port mode (beside PORT_TWINS): torch's relu'(0),
-# composed softmax and gelu, layer_norm (crates/candle-port-run/src/ops/activation.rs, norm.rs)
-MODE_DIFFERS = {"relu", "gelu", "_softmax", "_log_softmax", "native_layer_norm", "layer_norm"}
+# composed softmax and gelu, layer_norm (crates/candle-port-run/src/ops/activation.rs, norm.rs).
+# `_safe_softmax` is what `F.scaled_dot_product_attention` becomes in the trace (diffusers' attention).
+MODE_DIFFERS = {"relu", "gelu", "_softmax", "_safe_softmax", "_log_softmax", "native_layer_norm", "layer_norm"}
 
 # ops that port mode runs with a candle-port-ops twin instead of candle's own op
 PORT_TWINS = {"max_pool2d", "max_pool2d_with_indices", "max_pool1d", "max_pool1d_with_indices", "avg_pool2d",

@@ -229,6 +229,14 @@ _GRADIENT_FROM_FIRST_ONLY = frozenset({"type_as", "expand_as", "view_as", "resha
 
 
 def grad_path_nodes(graph: Any, grad_sources: Iterable[str]) -> set[str]:
+    """Names of the nodes on a gradient path: floating-point values that depend on a grad source
+    and that the output depends on through ops passing a gradient back. A value that only feeds
+    an integer result (VQ-VAE's `cdist` whose `argmin` picks a codebook row) or nothing sends no
+    gradient: candle never runs its backward."""
+    return _reaching_the_output(graph, _depending_on_sources(graph, grad_sources))
+
+
+def _depending_on_sources(graph: Any, grad_sources: Iterable[str]) -> set[str]:
     """Names of the nodes whose value depends on a grad source and is floating point."""
     sources = set(grad_sources)
     marked: set[str] = set()
@@ -254,6 +262,35 @@ def grad_path_nodes(graph: Any, grad_sources: Iterable[str]) -> set[str]:
         if val is None or _floating(val):
             marked.add(node.name)
     return marked
+
+
+def _reaching_the_output(graph: Any, marked: set[str]) -> set[str]:
+    """The marked nodes that a marked consumer or the output takes a gradient from. An in-place op
+    (and what it mutates) always counts: a later read may see the mutation through an alias the
+    graph does not link to it."""
+    reaching: set[str] = set()
+    for node in reversed(list(graph.nodes)):
+        if node.name not in marked:
+            continue
+        if _mutates(node) or any(_sends_gradient(user, node, reaching) for user in node.users):
+            reaching.add(node.name)
+    return reaching
+
+
+def _sends_gradient(user: Any, node: Any, reaching: set[str]) -> bool:
+    if user.op == "output" or (_mutates(user) and user.args and user.args[0] is node):
+        return True
+    if user.name not in reaching:
+        return False
+    name = _op_name(user.target) if user.op == "call_function" else None
+    if name is not None and (name.partition("::")[2] or name).partition(".")[0] in _GRADIENT_FROM_FIRST_ONLY:
+        return bool(user.args) and user.args[0] is node
+    return True
+
+
+def _mutates(node: Any) -> bool:
+    schema = getattr(node.target, "_schema", None)
+    return bool(schema is not None and schema.is_mutable)
 
 
 def _without_gradient(node: Any) -> bool:

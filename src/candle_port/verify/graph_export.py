@@ -6,7 +6,8 @@ this module is the Python half of that check: it traces with make_fx (the same t
 and writes a directory:
 
 - ``graph.json``: format ``candle-port-graph``, version ``GRAPH_FORMAT_VERSION`` (below).
-- ``tensors.safetensors``: ``param.<name>``, ``buffer.<name>``, ``input.<i>``,
+- ``tensors.safetensors``: ``param.<name>`` (trainable parameters: candle ``Var``s),
+  ``buffer.<name>`` (buffers and frozen parameters), ``input.<i>``,
   ``const.<node>`` (tensors the trace captured as constants) and ``upstream.<i>`` (the weight of
   output i in the loss).
 - ``torch.safetensors``: torch's ``output.<i>`` and ``grad.<param name>`` for the same loss.
@@ -355,24 +356,47 @@ _NOT_FOLDABLE = ("rand", "bernoulli", "normal", "uniform", "dropout", "empty", "
                  "exponential", "geometric", "cauchy", "log_normal")
 
 
-def fold_constants(gm: Any, constants: dict) -> set[str]:
-    """Compute, at export, every node that depends on no input, parameter or buffer (index tables
-    and window weights built from sizes, such as the runtime's `arange` ramps): candle gets them as
-    constants, as it would compute them on the host, and needs no mapping for the ops that made
-    them. Adds each folded tensor to `constants`; returns the folded node names."""
+# Ops whose result depends on their tensor argument's shape and dtype only (`x.new_zeros(...)`).
+_SHAPE_ONLY = frozenset({"new_zeros", "new_ones", "new_full", "zeros_like", "ones_like", "full_like"})
+
+
+def _stand_in(node: Any) -> Any:
+    """A tensor with the shape and dtype the trace recorded for ``node`` (its values unread)."""
+    import torch
+
+    val = node.meta.get("val")
+    return torch.zeros(tuple(val.shape), dtype=val.dtype) if isinstance(val, torch.Tensor) else None
+
+
+def fold_constants(gm: Any, constants: dict, fixed: dict | None = None) -> set[str]:
+    """Compute, at export, every node that depends on no input or trainable parameter: index tables
+    and window weights built from sizes (the runtime's `arange` ramps), and what a model derives
+    from its buffers and frozen parameters (`fixed`, by placeholder name: diffusers' Dance
+    Diffusion builds a convolution kernel from a buffer with `index_put`). candle gets them as
+    constants, as a port computes them once on the host, and needs no mapping for the ops that
+    made them; `x.new_zeros(...)` needs only ``x``'s shape and dtype. An op that mutates its
+    argument is never run here. Adds each folded tensor to
+    `constants`; returns the folded node names."""
     from torch.fx.node import map_arg
 
     import torch
 
     values: dict[str, Any] = dict(constants)
+    values.update({name: t.detach().clone() for name, t in (fixed or {}).items()})
     folded: set[str] = set()
     for n in gm.graph.nodes:
         if n.op != "call_function" or any(part in str(n.target) for part in _NOT_FOLDABLE):
             continue
-        if not all(inp.name in values for inp in n.all_input_nodes):
+        schema = getattr(n.target, "_schema", None)
+        if schema is not None and schema.is_mutable:
+            continue
+        known = dict(values)
+        if str(n.target).removeprefix("aten.").split(".")[0] in _SHAPE_ONLY:  # the input gives a shape and dtype, not values
+            known.update({inp.name: _stand_in(inp) for inp in n.all_input_nodes if inp.name not in values})
+        if not all(inp.name in known for inp in n.all_input_nodes):
             continue
         try:
-            value = n.target(*map_arg(n.args, lambda a: values[a.name]), **map_arg(n.kwargs, lambda a: values[a.name]))
+            value = n.target(*map_arg(n.args, lambda a: known[a.name]), **map_arg(n.kwargs, lambda a: known[a.name]))
         except Exception:  # noqa: BLE001 - left in the graph, as before folding
             continue
         if isinstance(value, torch.Tensor):
@@ -419,11 +443,17 @@ def export_graph(model: Any, inputs: Sequence[Any], out_dir: Path, seed: int = 0
     model.load_state_dict(state)
 
     placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
-    kinds = [("param", n) for n in param_names] + [("buffer", n) for n in buffer_names]
-    kinds += [("input", str(i)) for i in range(len(inputs))]
+    named = dict(model.named_parameters())
+    buffers = dict(model.named_buffers())
+    # a frozen parameter goes as a buffer: a plain tensor in candle, not a Var (candle would
+    # record, and fail to differentiate, what only it feeds)
+    kinds = [("param" if named[n].requires_grad else "buffer", n) for n in param_names]
+    kinds += [("buffer", n) for n in buffer_names] + [("input", str(i)) for i in range(len(inputs))]
     ph_json = [{"node": node.name, "kind": kind, "name": name} for node, (kind, name) in zip(placeholders, kinds)]
+    state_of = {**named, **buffers}
+    fixed = {node.name: state_of[name] for node, (kind, name) in zip(placeholders, kinds) if kind == "buffer"}
     constants = {n.name: getattr(gm, n.target) for n in gm.graph.nodes if n.op == "get_attr"}
-    folded = fold_constants(gm, constants)
+    folded = fold_constants(gm, constants, fixed)
     nodes = []
     for n in gm.graph.nodes:
         if n.op != "call_function" or n.name in folded:
@@ -450,10 +480,7 @@ def export_graph(model: Any, inputs: Sequence[Any], out_dir: Path, seed: int = 0
         # where the forward turned gradients off: the graph cannot say so (see trace_for_candle)
         "gradients_off": gm.meta.get("gradients_off", []),
     }
-    named = dict(model.named_parameters())
-    tensors = {f"param.{k}": named[k].detach().contiguous() for k in param_names}
-    buffers = dict(model.named_buffers())
-    tensors.update({f"buffer.{k}": buffers[k].detach().contiguous() for k in buffer_names})
+    tensors = {f"{kind}.{name}": state_of[name].detach().contiguous() for kind, name in kinds if kind != "input"}
     tensors.update({f"input.{i}": x.detach().contiguous() for i, x in enumerate(inputs)})
     tensors.update({f"upstream.{i}": u.contiguous() for i, u in upstream.items()})
     tensors.update({f"const.{k}": v.detach().contiguous() for k, v in constants.items()})

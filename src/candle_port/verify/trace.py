@@ -1,7 +1,9 @@
 """Trace a model's forward into ATen ops: torch.export first, make_fx when export fails.
 
-Gradient paths start at the parameters only: candle records an op only on a path from a ``Var``
-(candle-ops.md section 2), so resizing the raw input never needs a candle backward.
+Gradient paths start at the trainable parameters only: candle records an op only on a path from a
+``Var`` (candle-ops.md section 2), so resizing the raw input, or a frozen parameter
+(``requires_grad=False``, diffusers' Gaussian Fourier timestep projection), never needs a candle
+backward.
 """
 
 from __future__ import annotations
@@ -25,7 +27,9 @@ def trace_with_export(model: Any, inputs: Sequence[Any]) -> GraphReport:
     from torch.export.graph_signature import InputKind
 
     ep = torch.export.export(model, tuple(inputs), strict=False)
-    sources = [spec.arg.name for spec in ep.graph_signature.input_specs if spec.kind == InputKind.PARAMETER]
+    trainable = {name for name, p in model.named_parameters() if p.requires_grad}
+    sources = [spec.arg.name for spec in ep.graph_signature.input_specs
+               if spec.kind == InputKind.PARAMETER and spec.target in trainable]
     return classify_graph(ep.graph, sources, "torch.export")
 
 
@@ -41,7 +45,7 @@ def trace_with_make_fx(model: Any, inputs: Sequence[Any]) -> GraphReport:
 
     gm = make_fx(forward)(params, buffers, *inputs)
     placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
-    sources = [n.name for n in placeholders[: len(params)]]
+    sources = [n.name for n, p in zip(placeholders, params.values()) if p.requires_grad]
     return classify_graph(gm.graph, sources, "make_fx")
 
 
