@@ -22,6 +22,9 @@ use candle_core::{DType, Device, Result, Tensor, Var};
 use serde::Serialize;
 use serde_json::{json, Value as Json};
 
+use crate::ops::activation::{self, SELU_ALPHA, SELU_SCALE};
+use crate::ops::{elementwise, linalg, reduce, shape};
+
 /// One measured verdict.
 #[derive(Debug, Clone, Serialize)]
 pub struct Record {
@@ -304,8 +307,9 @@ fn ids(v: &[u32], shape: &[usize]) -> Result<Tensor> {
 fn sigmoid(x: &Tensor) -> Result<Tensor> {
     candle_nn::ops::sigmoid(x)
 }
+/// torch's default softplus (beta 1, threshold 20), as the runner maps it.
 fn softplus(x: &Tensor) -> Result<Tensor> {
-    x.exp()?.affine(1.0, 1.0)?.log()
+    activation::softplus(x, 1.0, 20.0)
 }
 fn softmax(x: &Tensor, d: usize) -> Result<Tensor> {
     candle_nn::ops::softmax(x, d)
@@ -340,19 +344,9 @@ fn probes() -> Vec<Probe> {
         (&["abs"], "abs", |x| x.abs(), false),
         (&["neg"], "neg", |x| x.neg(), false),
         (&["exp"], "exp", |x| x.exp(), false),
-        (
-            &["expm1"],
-            "exp(x) - 1",
-            |x| x.exp()?.affine(1.0, -1.0),
-            false,
-        ),
+        (&["expm1"], "exp(x) - 1", elementwise::expm1, false),
         (&["log"], "log", |x| x.log(), true),
-        (
-            &["log1p"],
-            "log(x + 1)",
-            |x| x.affine(1.0, 1.0)?.log(),
-            true,
-        ),
+        (&["log1p"], "log(x + 1)", elementwise::log1p, true),
         (
             &["log2"],
             "log(x) / ln 2",
@@ -417,36 +411,59 @@ fn probes() -> Vec<Probe> {
             |x| x.relu()?.sub(&x.neg()?.relu()?.affine(0.1, 0.0)?),
             false,
         ),
-        (&["elu"], "elu", |x| x.elu(1.0), false),
+        (
+            &["elu"],
+            "Tensor::elu",
+            |x| activation::elu(x, 1.0, 1.0, 1.0),
+            false,
+        ),
+        (
+            &["elu"],
+            "scale * Tensor::elu(x, alpha) (selu's arguments)",
+            |x| activation::elu(x, SELU_ALPHA, SELU_SCALE, 1.0),
+            false,
+        ),
+        (
+            &["elu"],
+            "max(0, x) + a (exp(x s) - 1) on min(0, x) (input scale s = 0.5)",
+            |x| activation::elu(x, 2.0, 1.0, 0.5),
+            false,
+        ),
         (
             &["celu"],
-            "max(0,x) + min(0, a (exp(x/a) - 1))",
-            |x| {
-                x.relu()?
-                    .add(&x.affine(0.5, 0.0)?.exp()?.affine(2.0, -2.0)?.minimum(0.0)?)
-            },
+            "elu with input scale 1 / a (a = 2)",
+            |x| activation::celu(x, 2.0),
             false,
         ),
         (
             &["selu"],
-            "scale * elu(x, alpha)",
-            |x| {
-                x.elu(1.673_263_242_354_377_3)?
-                    .affine(1.050_700_987_355_480_5, 0.0)
-            },
-            false,
-        ),
-        (&["softplus"], "log(1 + exp(x))", softplus, false),
-        (
-            &["mish"],
-            "x tanh(softplus(x))",
-            |x| x.mul(&softplus(x)?.tanh()?),
+            "scale * Tensor::elu(x, alpha)",
+            |x| activation::elu(x, SELU_ALPHA, SELU_SCALE, 1.0),
             false,
         ),
         (
-            &["logsigmoid"],
+            &["softplus"],
+            "where(x > 20, x, log(1 + exp(x)))",
+            softplus,
+            false,
+        ),
+        (
+            &["softplus"],
+            "where(b x > t, x, log(1 + exp(b x)) / b), b 2, t 1",
+            |x| activation::softplus(x, 2.0, 1.0),
+            false,
+        ),
+        (&["mish"], "candle_nn::ops::mish", activation::mish, false),
+        (
+            &["logsigmoid", "log_sigmoid", "log_sigmoid_forward"],
             "-softplus(-x)",
-            |x| softplus(&x.neg()?)?.neg(),
+            activation::log_sigmoid,
+            false,
+        ),
+        (
+            &["hardshrink"],
+            "x * (|x| > 0.5)",
+            |x| activation::hardshrink(x, 0.5),
             false,
         ),
         (&["pow"], "powf(2.5)", |x| x.powf(2.5), true),
@@ -491,7 +508,7 @@ fn probes() -> Vec<Probe> {
             false,
         ),
         (
-            &["expand", "expand_as"],
+            &["expand", "expand_as", "broadcast_to"],
             "broadcast_as",
             |x| x.unsqueeze(0)?.broadcast_as((4, 2, 3)),
             false,
@@ -523,9 +540,15 @@ fn probes() -> Vec<Probe> {
             false,
         ),
         (&["repeat", "tile"], "repeat", |x| x.repeat((2, 1)), false),
-        (&["flip"], "flip", |x| x.flip(&[1]), false),
-        (&["roll"], "roll", |x| x.roll(1, 1), false),
-        (&["cumsum"], "cumsum", |x| x.cumsum(1), false),
+        (&["flip"], "flip", |x| shape::flip(x, &[1]), false),
+        (&["roll"], "roll", |x| shape::roll(x, &[1], &[1]), false),
+        (
+            &["roll"],
+            "roll of the flattened tensor (no dims)",
+            |x| shape::roll(x, &[2], &[]),
+            false,
+        ),
+        (&["cumsum"], "cumsum", |x| reduce::cumsum(x, 1), false),
         (
             &["sort"],
             "sort_last_dim",
@@ -662,6 +685,11 @@ fn probes() -> Vec<Probe> {
             a.broadcast_div(&b.affine(1.0, 3.0)?)
         }),
         (&["maximum"], "maximum", |a, b| a.maximum(b)),
+        (
+            &["logaddexp"],
+            "m + log(exp(a - m) + exp(b - m)), m = max(a, b)",
+            elementwise::logaddexp,
+        ),
         (&["minimum"], "minimum", |a, b| a.minimum(b)),
         (&["where", "masked_fill"], "where_cond", |a, b| {
             mask(&[2, 3])?.where_cond(a, b)
@@ -739,6 +767,10 @@ fn probes() -> Vec<Probe> {
         probe(&["baddbmm"], "c + a matmul b", vec![any(&[2, 3, 2]), any(&s234), any(&[2, 4, 2])], Box::new(|x| {
             x[0].add(&x[1].matmul(&x[2])?)
         })),
+        probe(&["cdist", "_cdist_forward", "_euclidean_dist"], "sqrt(sum((a_i - b_j)^2)) (p = 2)",
+              vec![any(&[2, 3, 2]), any(&[2, 4, 2])], Box::new(|x| linalg::cdist(&x[0], &x[1], 2.0))),
+        probe(&["cdist", "_cdist_forward"], "sum |a_i - b_j| (p = 1)",
+              vec![any(&[3, 2]), any(&[4, 2])], Box::new(|x| linalg::cdist(&x[0], &x[1], 1.0))),
         probe(&["mv", "addmv"], "mv", vec![any(&[3, 4]), any(&[4])], Box::new(|x| x[0].mv(&x[1]))),
         probe(&["index_select", "index", "embedding"], "index_select", vec![any(&[4, 3])], Box::new(|x| {
             x[0].index_select(&ids(&[3, 0, 0, 2], &[4])?, 0)

@@ -1,7 +1,10 @@
 //! Elementwise arithmetic with torch's broadcasting: `add`/`sub` (with `alpha`), `mul`, `div`,
-//! `rsub`, `addcmul` (`self + value * tensor1 * tensor2`), tensor-or-number operands, unary math (`neg`, `exp`, `log`, `sqrt`, `rsqrt`, `abs`,
-//! `reciprocal`, `pow`, `sin`, `cos`, `floor`, `ceil`, `round`, `trunc`), `clamp*`,
-//! `maximum`/`minimum`, `where`, `masked_fill`, comparisons and the logical ops on their masks.
+//! `rsub`, `addcmul` (`self + value * tensor1 * tensor2`), `addcdiv`, `lerp`, `sign`, `isinf`,
+//! tensor-or-number operands, unary math (`neg`, `exp`, `log`, `sqrt`, `rsqrt`, `abs`,
+//! `reciprocal`, `pow`, `sin`, `cos`, `erf`, `log1p`, `expm1`, `log2`, `floor`, `ceil`, `round`,
+//! `trunc`), `clamp*`, `maximum`/`minimum`, `logaddexp`, `where`, `masked_fill`, comparisons and
+//! the logical ops on their masks. The compositions `measure.rs` probes are public ([`log1p`],
+//! [`expm1`], [`logaddexp`]).
 
 use candle_core::{bail, DType, Result, Tensor};
 
@@ -12,8 +15,14 @@ pub fn run(name: &str, op: &str, args: &Args) -> Option<Result<Value>> {
     let r = match name {
         "add" | "add_" | "sub" | "mul" | "div" | "rsub" => binary(name, args),
         "addcmul" => addcmul(args),
+        "addcdiv" => addcdiv(args),
+        "lerp" => lerp(args),
+        "sign" => args.tensor(0, "self").and_then(|x| x.sign()),
+        "isinf" => args
+            .tensor(0, "self")
+            .and_then(|x| x.abs()?.eq(f64::INFINITY)?.to_dtype(DType::U8)),
         "neg" | "exp" | "log" | "sqrt" | "rsqrt" | "abs" | "reciprocal" | "sin" | "cos"
-        | "square" | "floor" | "ceil" | "round" | "trunc" => {
+        | "square" | "floor" | "ceil" | "round" | "trunc" | "erf" | "log1p" | "expm1" | "log2" => {
             args.tensor(0, "self").and_then(|x| unary(name, &x))
         }
         "logical_and" | "bitwise_and" | "__and__" | "logical_or" | "bitwise_or" | "__or__"
@@ -40,6 +49,10 @@ pub fn run(name: &str, op: &str, args: &Args) -> Option<Result<Value>> {
             )?;
             c.broadcast_as(&shape)?
                 .where_cond(&x.broadcast_as(&shape)?, &y.broadcast_as(&shape)?)
+        })(),
+        "logaddexp" => (|| {
+            let (x, y) = promote(args.tensor(0, "self")?, args.tensor(1, "other")?)?;
+            logaddexp(&x, &y)
         })(),
         "eq" | "ne" | "gt" | "ge" | "lt" | "le" => compare(name, args),
         "masked_fill" => masked_fill(args),
@@ -121,6 +134,29 @@ fn addcmul(a: &Args) -> Result<Tensor> {
     x.broadcast_add(&product)
 }
 
+/// `self + value * tensor1 / tensor2`, broadcast (the op table's probe `a + 0.5 b / c`).
+fn addcdiv(a: &Args) -> Result<Tensor> {
+    let quotient = a
+        .tensor(1, "tensor1")?
+        .broadcast_div(&a.tensor(2, "tensor2")?)?;
+    let value = a.float_or(3, "value", 1.0)?;
+    a.tensor(0, "self")?
+        .broadcast_add(&quotient.affine(value, 0.0)?)
+}
+
+/// `lerp(start, end, weight)` = `start + weight * (end - start)`, the weight a number
+/// (`lerp.Scalar`) or a tensor (`lerp.Tensor`), broadcast.
+fn lerp(a: &Args) -> Result<Tensor> {
+    let (x, y) = (a.tensor(0, "self")?, a.tensor(1, "end")?);
+    let step = y.broadcast_sub(&x)?;
+    let step = if a.is_tensor(2, "weight") {
+        step.broadcast_mul(&a.tensor(2, "weight")?)?
+    } else {
+        step.affine(a.float_or(2, "weight", 0.0)?, 0.0)?
+    };
+    x.broadcast_add(&step)
+}
+
 fn unary(name: &str, x: &Tensor) -> Result<Tensor> {
     match name {
         "neg" => x.neg(),
@@ -137,8 +173,61 @@ fn unary(name: &str, x: &Tensor) -> Result<Tensor> {
         "ceil" => x.ceil(),
         "round" => x.round(),
         "trunc" => x.sign()?.mul(&x.abs()?.floor()?),
+        "erf" => x.erf(),
+        "log1p" => log1p(x),
+        "expm1" => expm1(x),
+        "log2" => x.log()?.affine(1.0 / std::f64::consts::LN_2, 0.0),
         _ => bail!("not a unary op: {name}"),
     }
+}
+
+/// `log(1 + x)` (candle has no `log1p`: below about 1e-8 of `x` the sum rounds, absolutely
+/// negligible against the tensor's scale).
+///
+/// ```
+/// use candle_core::{Device, Tensor};
+/// let x = Tensor::new(&[0.5f64], &Device::Cpu)?;
+/// let y = candle_port_run::ops::elementwise::log1p(&x)?.to_vec1::<f64>()?;
+/// assert!((y[0] - 1.5f64.ln()).abs() < 1e-15);
+/// # Ok::<(), candle_core::Error>(())
+/// ```
+pub fn log1p(x: &Tensor) -> Result<Tensor> {
+    x.affine(1.0, 1.0)?.log()
+}
+
+/// `exp(x) - 1` (candle has no `expm1`; the same absolute rounding as [`log1p`]).
+///
+/// ```
+/// use candle_core::{Device, Tensor};
+/// let x = Tensor::new(&[0.5f64], &Device::Cpu)?;
+/// let y = candle_port_run::ops::elementwise::expm1(&x)?.to_vec1::<f64>()?;
+/// assert!((y[0] - 0.5f64.exp_m1()).abs() < 1e-15);
+/// # Ok::<(), candle_core::Error>(())
+/// ```
+pub fn expm1(x: &Tensor) -> Result<Tensor> {
+    x.exp()?.affine(1.0, -1.0)
+}
+
+/// `log(exp(a) + exp(b))`, broadcast, as `m + log(exp(a - m) + exp(b - m))` with
+/// `m = max(a, b)` (no overflow; the expression does not depend on `m`, so its gradient is
+/// right whichever side candle's `maximum` sends a tie's gradient to).
+///
+/// ```
+/// use candle_core::{Device, Tensor};
+/// let a = Tensor::new(&[1.0f64, 800.0], &Device::Cpu)?;
+/// let b = Tensor::new(&[2.0f64, 800.0], &Device::Cpu)?;
+/// let y = candle_port_run::ops::elementwise::logaddexp(&a, &b)?.to_vec1::<f64>()?;
+/// assert!((y[0] - (1.0f64.exp() + 2.0f64.exp()).ln()).abs() < 1e-15);
+/// assert!((y[1] - (800.0 + 2.0f64.ln())).abs() < 1e-12);
+/// # Ok::<(), candle_core::Error>(())
+/// ```
+pub fn logaddexp(a: &Tensor, b: &Tensor) -> Result<Tensor> {
+    let m = a.broadcast_maximum(b)?;
+    let sum = a
+        .broadcast_sub(&m)?
+        .exp()?
+        .add(&b.broadcast_sub(&m)?.exp()?)?;
+    m.add(&sum.log()?)
 }
 
 fn pow(op: &str, a: &Args) -> Result<Tensor> {

@@ -1,7 +1,9 @@
 //! Matrix products: `t`, `mm`, `bmm`, `matmul`, `mv`, `dot`, `addmm` (`beta * bias + alpha * a @ b`),
-//! `baddbmm` and `linear` (`x @ w^T + b`), all on candle's `matmul`/`broadcast_matmul`.
+//! `baddbmm` and `linear` (`x @ w^T + b`), all on candle's `matmul`/`broadcast_matmul`; pairwise
+//! distances `cdist`, `_cdist_forward` and `_euclidean_dist` ([`cdist`], from differences: candle
+//! has no `cdist`).
 
-use candle_core::{Result, Tensor};
+use candle_core::{bail, Result, Tensor};
 
 use crate::value::{Args, Value};
 
@@ -27,9 +29,56 @@ pub fn run(name: &str, args: &Args) -> Option<Result<Value>> {
         })(),
         "addmm" | "baddbmm" => addmm(args),
         "linear" => linear(args),
+        "cdist" | "_cdist_forward" => (|| {
+            let p = args.float_or(2, "p", 2.0)?;
+            cdist(&args.tensor(0, "x1")?, &args.tensor(1, "x2")?, p)
+        })(),
+        // torch's matmul form of p = 2 (more than 25 rows): the same distances
+        "_euclidean_dist" => (|| cdist(&args.tensor(0, "x1")?, &args.tensor(1, "x2")?, 2.0))(),
         _ => return None,
     };
     Some(r.map(Value::Tensor))
+}
+
+/// `torch.cdist(x1, x2, p)`: `out[..., i, j] = ||x1[..., i, :] - x2[..., j, :]||_p` over broadcast
+/// batch dims, from the differences (`(..., P, 1, M) - (..., 1, R, M)`): `p` 2 `sqrt(sum d^2)`,
+/// 1 `sum |d|`, infinity `max |d|`, other `p > 0` `(sum |d|^p)^(1/p)`. As with every square root,
+/// a zero distance (`cdist(x, x)`'s diagonal) has an infinite gradient in candle where torch's
+/// is 0.
+///
+/// ```
+/// use candle_core::{Device, Tensor};
+/// let a = Tensor::new(&[[0.0f64, 0.0], [1.0, 1.0]], &Device::Cpu)?;
+/// let b = Tensor::new(&[[3.0f64, 4.0]], &Device::Cpu)?;
+/// let d = candle_port_run::ops::linalg::cdist(&a, &b, 2.0)?;
+/// assert_eq!(d.to_vec2::<f64>()?, [[5.0], [13.0f64.sqrt()]]);
+/// let d = candle_port_run::ops::linalg::cdist(&a, &b, 1.0)?;
+/// assert_eq!(d.to_vec2::<f64>()?, [[7.0], [5.0]]);
+/// # Ok::<(), candle_core::Error>(())
+/// ```
+pub fn cdist(x1: &Tensor, x2: &Tensor, p: f64) -> Result<Tensor> {
+    if x1.rank() < 2 || x2.rank() < 2 {
+        bail!(
+            "cdist takes tensors of rank 2 or more, got {:?} and {:?}",
+            x1.dims(),
+            x2.dims()
+        )
+    }
+    let d = x1
+        .unsqueeze(x1.rank() - 1)?
+        .broadcast_sub(&x2.unsqueeze(x2.rank() - 2)?)?;
+    let last = d.rank() - 1;
+    if p == 2.0 {
+        d.sqr()?.sum(last)?.sqrt()
+    } else if p == 1.0 {
+        d.abs()?.sum(last)
+    } else if p == f64::INFINITY {
+        d.abs()?.max(last)
+    } else if p > 0.0 && p.is_finite() {
+        d.abs()?.powf(p)?.sum(last)?.powf(1.0 / p)
+    } else {
+        bail!("cdist with p = {p}: only p > 0 is mapped")
+    }
 }
 
 fn scaled(t: Tensor, s: f64) -> Result<Tensor> {

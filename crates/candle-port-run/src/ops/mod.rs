@@ -12,8 +12,11 @@ pub mod resize;
 pub mod shape;
 pub mod twins;
 
+use std::collections::HashMap;
+
 use candle_core::Result;
 
+use crate::graph::Node;
 use crate::value::{Args, Value};
 
 /// Which candle op runs the ops that have a candle-port-ops twin.
@@ -55,6 +58,37 @@ pub fn run(args: &Args, mode: OpsMode) -> Option<Result<Value>> {
         .or_else(|| index::run(name, args))
         .or_else(|| resize::run(name, op, args, mode))
         .or_else(|| twins::run(name, op, args, mode))
+}
+
+/// True when a module maps the ATen op `name` (an overload packet, `elu`) in both modes: every
+/// module dispatches on the name before it reads an argument, so a node without arguments tells.
+/// A twin's native mode answers "candle has no X op", which counts as mapped.
+///
+/// ```
+/// assert!(candle_port_run::ops::mapped("elu"));
+/// assert!(!candle_port_run::ops::mapped("no_such_op"));
+/// ```
+pub fn mapped(name: &str) -> bool {
+    let node = Node {
+        name: "probe".into(),
+        op: format!("aten.{name}.default"),
+        args: Vec::new(),
+        kwargs: serde_json::Map::new(),
+        used: true,
+        location: None,
+        code: None,
+    };
+    let env = HashMap::new();
+    [OpsMode::Native, OpsMode::Port].into_iter().all(|mode| {
+        run(
+            &Args {
+                node: &node,
+                env: &env,
+            },
+            mode,
+        )
+        .is_some()
+    })
 }
 
 /// The candle op whose missing backward a mapping relies on in this mode, so that a

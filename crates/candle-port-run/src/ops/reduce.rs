@@ -1,6 +1,7 @@
 //! Reductions: `sum` and `mean` (all elements or over dims, `keepdim`), `amax`/`amin` (one dim at
 //! a time with candle's `max_keepdim`/`min_keepdim`), `var` and `std` (with `correction`), `argmax`/`argmin`
-//! (candle's first index of the extreme, as int64).
+//! (candle's first index of the extreme, as int64), `cumsum` (candle's, with torch's `dtype`:
+//! [`cumsum`], shared with `measure.rs`).
 
 use candle_core::{Result, Tensor};
 
@@ -13,9 +14,35 @@ pub fn run(name: &str, args: &Args, _mode: OpsMode) -> Option<Result<Value>> {
         "sum" | "mean" | "amax" | "amin" | "var" | "std" => reduce(name, args),
         "argmax" | "argmin" => arg_extreme(name, args),
         "linalg_vector_norm" => vector_norm(args),
+        "cumsum" => (|| {
+            let x = args.tensor(0, "self")?;
+            let x = x.to_dtype(super::shape::dtype_kwarg_or(args, x.dtype())?)?;
+            cumsum(&x, dim(args.int_or(1, "dim", 0)?, x.rank())?)
+        })(),
         _ => return None,
     };
     Some(r.map(Value::Tensor))
+}
+
+/// `torch.cumsum(x, dim)`: candle's `Tensor::cumsum` (a matmul with an upper triangle of ones);
+/// a 0-d tensor is its own sum; a mask or integers are summed in float64 and give int64, as
+/// torch's.
+///
+/// ```
+/// use candle_core::{Device, Tensor};
+/// let x = Tensor::new(&[[1.0f64, 2.0, 3.0]], &Device::Cpu)?;
+/// let y = candle_port_run::ops::reduce::cumsum(&x, 1)?;
+/// assert_eq!(y.to_vec2::<f64>()?, [[1.0, 3.0, 6.0]]);
+/// # Ok::<(), candle_core::Error>(())
+/// ```
+pub fn cumsum(x: &Tensor, d: usize) -> Result<Tensor> {
+    if x.dtype().is_float() {
+        return x.cumsum(d);
+    }
+    // torch sums a mask or integers as int64; candle's matmul is float only (exact to 2^53)
+    x.to_dtype(candle_core::DType::F64)?
+        .cumsum(d)?
+        .to_dtype(candle_core::DType::I64)
 }
 
 /// `linalg_vector_norm(self, ord, dim, keepdim)` for `ord` 2 (spectral norm, normalize) and 1.

@@ -1,7 +1,9 @@
 //! Views and layout: `view`/`reshape` (with `-1`), `permute`, `transpose`, `expand`, `slice`
 //! (with step), `select`, `unsqueeze`, `squeeze`, `cat`, `stack`, `split`, `constant_pad_nd`, reflection
 //! and replication padding, `unfold` (by `index_select`), `pixel_shuffle` and `pixel_unshuffle`,
-//! dtype conversion, `as_strided` (an `index_select` the exporter resolves), and the identities (`alias`, `clone`, `contiguous`, `dropout` in eval).
+//! dtype conversion, `as_strided` (an `index_select` the exporter resolves), `flip` and `roll`
+//! (candle's, shared with `measure.rs`: [`flip`], [`roll`]), `broadcast_to` (as `expand`), and the
+//! identities (`alias`, `clone`, `contiguous`, `dropout` in eval).
 
 use candle_core::{bail, DType, Result, Tensor};
 
@@ -27,7 +29,17 @@ pub fn run(name: &str, op: &str, args: &Args) -> Option<Result<Value>> {
                 dim(args.int_or(2, "dim1", 1)?, x.rank())?,
             )
         })(),
-        "expand" => expand(args),
+        "expand" | "broadcast_to" => expand(args),
+        "flip" => (|| {
+            let x = args.tensor(0, "self")?;
+            flip(&x, &dims_of(&args.ints_or(1, "dims", &[])?, x.rank())?)
+        })(),
+        "roll" => (|| {
+            let x = args.tensor(0, "self")?;
+            let shifts = args.ints_or(1, "shifts", &[])?;
+            let dims = dims_of(&args.ints_or(2, "dims", &[])?, x.rank())?;
+            roll(&x, &shifts, &dims)
+        })(),
         "slice" => slice(args),
         "select" => (|| {
             let x = args.tensor(0, "self")?;
@@ -63,7 +75,9 @@ pub fn run(name: &str, op: &str, args: &Args) -> Option<Result<Value>> {
                 Tensor::stack(&xs, dim(args.int_or(1, "dim", 0)?, rank + 1)?)
             }
         })(),
-        "split" | "split_with_sizes" => return Some(split(op, args)),
+        "split" | "split_with_sizes" | "unsafe_split" | "unsafe_split_with_sizes" => {
+            return Some(split(op, args))
+        }
         "unbind" => return Some(unbind(args)),
         "constant_pad_nd" => constant_pad(args),
         "reflection_pad1d" | "reflection_pad2d" | "replication_pad1d" | "replication_pad2d" => {
@@ -96,13 +110,75 @@ pub fn run(name: &str, op: &str, args: &Args) -> Option<Result<Value>> {
             )
         })(),
         "zeros_like" | "ones_like" | "full_like" => full_like(name, args),
-        "new_zeros" | "new_ones" | "new_full" | "new_empty" => new_full(name, args),
+        // contents undefined in torch (written before read): zeros, as for `empty`
+        "empty_like" => full_like("zeros_like", args),
+        "new_zeros" | "new_ones" | "new_full" | "new_empty" | "new_empty_strided" => {
+            new_full(name, args)
+        }
+        "channel_shuffle" | "native_channel_shuffle" => (|| {
+            let x = args.tensor(0, "self")?;
+            channel_shuffle(&x, usize_arg(args.int_or(1, "groups", 1)?)?)
+        })(),
         // `x.zero_()` / `x.fill_(v)`, functionalized: a new tensor shaped as x
         "zero" => full_like("zeros_like", args),
         "fill" => full_like("full_like", args),
         _ => return None,
     };
     Some(r.map(Value::Tensor))
+}
+
+fn dims_of(dims: &[i64], rank: usize) -> Result<Vec<usize>> {
+    dims.iter().map(|&d| dim(d, rank)).collect()
+}
+
+/// `torch.flip(x, dims)`: candle's `Tensor::flip` (an `index_select` per dim) of a contiguous
+/// copy, since candle's `index_select` reads only a contiguous source.
+///
+/// ```
+/// use candle_core::{Device, Tensor};
+/// let x = Tensor::new(&[[0.0f64, 1.0], [2.0, 3.0]], &Device::Cpu)?;
+/// let y = candle_port_run::ops::shape::flip(&x.t()?, &[1])?;
+/// assert_eq!(y.to_vec2::<f64>()?, [[2.0, 0.0], [3.0, 1.0]]);
+/// # Ok::<(), candle_core::Error>(())
+/// ```
+pub fn flip(x: &Tensor, dims: &[usize]) -> Result<Tensor> {
+    x.contiguous()?.flip(dims)
+}
+
+/// `torch.roll(x, shifts, dims)`: candle's `Tensor::roll` (narrow and cat) once per shift; without
+/// dims torch rolls the flattened tensor and restores the shape.
+///
+/// ```
+/// use candle_core::{Device, Tensor};
+/// let x = Tensor::new(&[[0.0f64, 1.0, 2.0], [3.0, 4.0, 5.0]], &Device::Cpu)?;
+/// let y = candle_port_run::ops::shape::roll(&x, &[1], &[])?;
+/// assert_eq!(y.to_vec2::<f64>()?, [[5.0, 0.0, 1.0], [2.0, 3.0, 4.0]]);
+/// let y = candle_port_run::ops::shape::roll(&x, &[1, -1], &[0, 1])?;
+/// assert_eq!(y.to_vec2::<f64>()?, [[4.0, 5.0, 3.0], [1.0, 2.0, 0.0]]);
+/// # Ok::<(), candle_core::Error>(())
+/// ```
+pub fn roll(x: &Tensor, shifts: &[i64], dims: &[usize]) -> Result<Tensor> {
+    let shift = |s: i64, n: usize| -> Result<i32> {
+        i32::try_from(s.rem_euclid(n.max(1) as i64))
+            .map_err(|_| candle_core::Error::Msg(format!("roll: shift {s} too large")))
+    };
+    if dims.is_empty() {
+        let [s] = shifts else {
+            bail!("roll without dims takes one shift, got {shifts:?}")
+        };
+        let flat = x.flatten_all()?;
+        return flat
+            .roll(shift(*s, flat.elem_count())?, 0)?
+            .reshape(x.shape());
+    }
+    if shifts.len() != dims.len() {
+        bail!("roll: {} shifts for {} dims", shifts.len(), dims.len())
+    }
+    let mut y = x.clone();
+    for (&s, &d) in shifts.iter().zip(dims) {
+        y = y.roll(shift(s, x.dims()[d])?, d)?;
+    }
+    Ok(y)
 }
 
 /// `select_scatter(self, src, dim, index)` and `slice_scatter(self, src, dim, start, end, step 1)`:
@@ -123,6 +199,21 @@ fn scatter_slice(name: &str, a: &Args) -> Result<Tensor> {
     }
     let start = a.opt_int(3, "start")?.map(at).unwrap_or(0).clamp(0, size);
     x.slice_scatter(&src, d, start as usize)
+}
+
+/// `F.channel_shuffle(x, g)`: `(N, C, *)` viewed as `(N, g, C / g, *)`, the two group dims
+/// swapped, and flattened back (reshape and transpose, as the op table's probe).
+fn channel_shuffle(x: &Tensor, groups: usize) -> Result<Tensor> {
+    let dims = x.dims();
+    if dims.len() < 2 || dims[1] % groups != 0 {
+        bail!("channel_shuffle: {groups} groups for the shape {dims:?}")
+    }
+    let mut grouped = vec![dims[0], groups, dims[1] / groups];
+    grouped.extend_from_slice(&dims[2..]);
+    x.reshape(grouped)?
+        .transpose(1, 2)?
+        .contiguous()?
+        .reshape(dims)
 }
 
 /// A positive factor from the graph (`upscale_factor`, ...), as a `usize`.
@@ -411,8 +502,8 @@ fn new_full(name: &str, a: &Args) -> Result<Tensor> {
     Tensor::full(value, shape, x.device())?.to_dtype(dtype_kwarg_or(a, x.dtype())?)
 }
 
-/// The node's `dtype` keyword, else `default`.
-fn dtype_kwarg_or(a: &Args, default: DType) -> Result<DType> {
+/// The node's `dtype` keyword as a candle dtype, else `default`.
+pub(crate) fn dtype_kwarg_or(a: &Args, default: DType) -> Result<DType> {
     match a
         .node
         .kwargs
