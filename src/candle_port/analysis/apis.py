@@ -16,7 +16,8 @@ class Api(Record):
     `implied`: settings the API implies and does not accept (UpsamplingBilinear2d is
     align_corners=True). `family`: `interpolate` (every resize API), `grid_sample`, `pool`,
     `conv_transpose`, `adaptive_pool`, `volumetric` (3-D convolution and pooling, which candle
-    has no op for) or `conv1d` (whose candle weight gradient is wrong for batch > 1). `defaults`: defaults of this API's own parameters, over the shared ones in
+    has no op for), `conv1d` (whose candle weight gradient is wrong for batch > 1) or
+    `torchvision_ops` (RoI pooling and deformable convolution, no candle op). `defaults`: defaults of this API's own parameters, over the shared ones in
     sites.py. The two dicts are not compared."""
 
     __slots__ = ("name", "params", "default_mode", "implied", "accepts_mode", "is_module", "family", "defaults")
@@ -235,6 +236,23 @@ VOLUMETRIC_FUNCTIONS = {
     )
 }
 
+def _torchvision_op(name: str, is_module: bool) -> Api:
+    """A torchvision.ops detection op (RoI pooling, deformable convolution): no candle op, reported
+    whatever its arguments, so no signature is needed."""
+    return Api(name, (), "", accepts_mode=False, is_module=is_module, family="torchvision_ops")
+
+
+# torchvision.ops' custom ops (`torchvision::roi_align`, ...), by the submodule that defines each
+# (../shared/candle-ops.md, section 5: Faster/Mask R-CNN heads, deformable convolution).
+TORCHVISION_OPS = {
+    "roi_align": ("roi_align", "RoIAlign"),
+    "roi_pool": ("roi_pool", "RoIPool"),
+    "ps_roi_align": ("ps_roi_align", "PSRoIAlign"),
+    "ps_roi_pool": ("ps_roi_pool", "PSRoIPool"),
+    "poolers": ("MultiScaleRoIAlign",),
+    "deform_conv": ("deform_conv2d", "DeformConv2d"),
+}
+
 _F = "torch.nn.functional"
 APIS_BY_QUALIFIED_NAME: dict[str, Api] = {
     f"{_F}.interpolate": INTERPOLATE,
@@ -266,6 +284,12 @@ for _name in ("adaptive_avg_pool1d", "adaptive_max_pool1d"):
 for _name in ("conv3d", "conv_transpose3d", "max_pool3d", "max_pool3d_with_indices"):
     APIS_BY_QUALIFIED_NAME[f"torch.{_name}"] = VOLUMETRIC_FUNCTIONS[_name]
 
+for _submodule, _names in TORCHVISION_OPS.items():
+    for _name in _names:
+        _api = _torchvision_op(_name, is_module=_name[0].isupper())
+        APIS_BY_QUALIFIED_NAME[f"torchvision.ops.{_name}"] = _api
+        APIS_BY_QUALIFIED_NAME[f"torchvision.ops.{_submodule}.{_name}"] = _api
+
 # A file that holds none of these substrings cannot hold a site: every site needs an API name
 # written somewhere in the file (a call, an import or a base class). See prefilter.py.
 # "max_pool"/"avg_pool" also cover adaptive_*_pool*, "MaxPool"/"AvgPool" also Adaptive*Pool*,
@@ -288,6 +312,13 @@ API_NAME_FRAGMENTS = (
     "pool3d",
     "Conv1d",
     "conv1d",
+    # torchvision.ops: "roi_align" also covers ps_roi_align, "RoIAlign" PSRoIAlign and MultiScaleRoIAlign
+    "roi_align",
+    "RoIAlign",
+    "roi_pool",
+    "RoIPool",
+    "deform_conv",
+    "DeformConv",
 )
 
 # The identifier a site must spell (the last part of an API's qualified name): the prefilter's test.

@@ -65,7 +65,7 @@ def describe_call(site: Site) -> str:
     shown = site.api.name
     if site.api.family not in ("interpolate", "grid_sample"):
         if site.api.is_module:
-            shown = f"nn.{site.api.name}"
+            shown = f"torchvision.ops.{site.api.name}" if site.api.family == "torchvision_ops" else f"nn.{site.api.name}"
             if site.kind == "subclass" and site.subclass_name:
                 shown = f"{site.subclass_name} (a subclass of {shown})"
         elif site.qualified_name.startswith("torch.nn.functional."):
