@@ -325,7 +325,23 @@ REFERENCE_FIXES = {
     "aten.hardsigmoid_backward.default":
         "torch's CPU kernel multiplies by the float32 constant 1.0f/6.0f in float64 (3.0e-8 relative off); "
         "the reference uses the exact 1/6",
+    "aten.elu_backward.default":
+        "torch's celu passes 1/alpha of alpha rounded to float32 as elu_backward's input_scale in float64 "
+        "(1.4285714528998554 for alpha 0.7: 9e-9 relative off); the reference uses the exact 1/alpha",
 }
+
+
+def _celu_input_scale(alpha: Any, scale: Any, input_scale: Any) -> float | None:
+    """The exact 1/alpha where an elu_backward call is celu's, whose input_scale torch computes from
+    alpha rounded to float32 (`1.0 / alpha.toFloat()` in ATen's celu backward); None for any other
+    call."""
+    import struct
+
+    exact = 1.0 / float(alpha)
+    from_float32 = 1.0 / struct.unpack("f", struct.pack("f", float(alpha)))[0]
+    if float(scale) == 1.0 and float(input_scale) == from_float32 != exact:
+        return exact
+    return None
 
 
 def _exact_backward_mode(used: set[str]):
@@ -340,6 +356,11 @@ def _exact_backward_mode(used: set[str]):
                 used.add(str(func))
                 inside = (x > -3) & (x < 3)
                 return torch.where(inside, grad / 6, torch.zeros_like(grad))
+            if func is torch.ops.aten.elu_backward.default and args[0].dtype == torch.float64:
+                exact = _celu_input_scale(*args[1:4])
+                if exact is not None:
+                    used.add(str(func))
+                    return func(args[0], args[1], args[2], exact, *args[4:], **kwargs)
             return func(*args, **kwargs)
 
     return ExactBackward()
