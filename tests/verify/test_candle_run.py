@@ -209,7 +209,84 @@ CASES = {
                          + torch.cdist(y.flatten(2), y.flatten(2)[:, 1:] - 1, p=1.0).mean()
                          + torch.cdist(y.flatten(2).transpose(1, 2), y.flatten(2).transpose(1, 2)[:, :30] + 0.5).mean()),
               X4, "both"),
+    # the op table's known gaps, mapped with the compositions its probes measure
+    "max-min-dim": (lambda: Fn(_max_min), X4, "both"),
+    "logsumexp-prod": (lambda: Fn(lambda y: torch.logsumexp(y, (1, 2), keepdim=True) + torch.logsumexp(y, -1)[..., None]
+                                  + y.prod(1, keepdim=True) + (y[:, :2, :2, :3] * 2).prod() + (y[:1, :1, :1] * 2).prod(3)[..., None]),
+                       X4, "both"),
+    "scatter-scatter_add-index_add": (lambda: Fn(_scatters), X4, "both"),
+    "floor_divide-remainder-fmod-frac": (lambda: Fn(_remainders), X4, "both"),
+    "all-any-count_nonzero": (lambda: Fn(lambda y: y * (y > 0).all(1, keepdim=True) + y * (y > -1).any(-1, keepdim=True)
+                                         + y * (y > -9).all() + y * (y > 0).any() + y * (y > 0).all(dim=(1, 2), keepdim=True)
+                                         + y * torch.count_nonzero(y > 0.5, 1)[:, None] + y * torch.count_nonzero(y.relu())),
+                              X4, "both"),
+    "std_mean-var_mean": (lambda: Fn(_moments), X4, "both"),
+    "losses": (lambda: Fn(_losses), X4, "both"),
+    "nll_loss": (lambda: Fn(_nll_losses), X4, "both"),
+    "sort-topk-xlogy-addmv": (lambda: Fn(lambda y: torch.sort(y, 1)[0] + torch.sort(y, dim=-1, descending=True, stable=True)[0]
+                                         + torch.sort(y, 2)[1].to(y.dtype) + torch.topk(y, 3)[0].sum(-1, keepdim=True)
+                                         + torch.topk(y, 2, 1, largest=False)[1].sum(1, keepdim=True).to(y.dtype)
+                                         + torch.xlogy(y, y.abs() + 0.5) + torch.xlogy(y.relu(), 2.0) + torch.xlogy(2.0, y.abs() + 0.5)
+                                         + torch.addmv(y[0, 0, :, 0], y[0, 0], y[1, 0, 0], beta=0.5, alpha=2.0)),
+                              X4, "both"),
 }
+
+
+def _max_min(y: torch.Tensor) -> torch.Tensor:
+    """max/min over a dim (values and indices), and of all elements; the doubled tensor ties every
+    extreme: torch's index is the first, and its gradient goes there alone."""
+    top, at = torch.cat([y, y], 3).max(3)
+    low, low_at = torch.cat([y, y], 1).min(1, keepdim=True)
+    return (y + top[..., None] + at[..., None].to(y.dtype) + low + low_at.to(y.dtype) + y.max() + y.min()
+            + torch.max(y, -2)[0][:, :, None] + torch.min(y, 0)[1].to(y.dtype))
+
+
+def _scatters(y: torch.Tensor) -> torch.Tensor:
+    """Into tensors that need no gradient (candle's destination gradient is measured wrong), an
+    index shaped like the destination for scatter_add (candle's backward needs it); torch's
+    scatter backward wants src shaped like the index."""
+    perm = torch.tensor([8, 0, 3, 5, 1]).expand(2, 4, 9, 5)
+    dup = torch.tensor([0, 0, 1, 2, 2, 2, 8, 7, 0]).expand(2, 4, 9, 9)
+    return (torch.zeros_like(y).scatter(3, perm, y[..., 2:7]) + torch.zeros_like(y).scatter(2, perm.transpose(2, 3), 0.25)
+            + torch.zeros_like(y).scatter_add(3, dup, y * 2) + y.index_add(1, torch.tensor([3, 0]), y[:, :2], alpha=0.5))
+
+
+def _remainders(y: torch.Tensor) -> torch.Tensor:
+    """Float and int64 operands, numbers on either side; torch has no derivative for floor_divide
+    or for remainder of a number by a tensor (div with rounding_mode has a zero one)."""
+    divisor = y.mean((2, 3), keepdim=True).abs() + 0.3
+    at = y.argmax(1, keepdim=True)
+    return (y % 0.7 + torch.fmod(y, 0.6) + torch.frac(y * 3) + torch.remainder(y, divisor) + torch.fmod(y, -divisor)
+            + torch.remainder(2.0, y.detach().abs() + 0.5) + torch.div(y, 0.4, rounding_mode="floor")
+            + torch.div(y, divisor, rounding_mode="trunc") + torch.floor_divide(y.detach(), divisor.detach())
+            + (y.detach() // 0.3) * 0.1
+            + (at // 2).to(y.dtype) + (at % 3).to(y.dtype) + torch.fmod(at - 2, 3).to(y.dtype))
+
+
+def _moments(y: torch.Tensor) -> torch.Tensor:
+    std, mean = torch.std_mean(y, 1, keepdim=True)
+    var, _ = torch.var_mean(y, (2, 3), correction=0)
+    return (y - mean) / std + var[..., None, None] + torch.var_mean(y, -1)[1][..., None] + torch.std_mean(y)[0]
+
+
+def _losses(y: torch.Tensor) -> torch.Tensor:
+    p, q = torch.sigmoid(y), torch.sigmoid(y.flip(1))
+    return (y + F.mse_loss(y, y.flip(1)) + F.mse_loss(y, y.roll(1, 2), reduction="none")
+            + F.mse_loss(y, 0.5 * y, reduction="sum") + F.smooth_l1_loss(y, y.flip(3), beta=0.5)
+            + F.smooth_l1_loss(y, 0.3 * y, reduction="sum") + F.smooth_l1_loss(y, y.flip(2), reduction="none", beta=2.0)
+            + F.binary_cross_entropy(p, q, reduction="none")
+            + F.binary_cross_entropy(p, q.detach(), weight=torch.linspace(0.5, 1.5, 9, dtype=y.dtype), reduction="sum"))
+
+
+def _nll_losses(y: torch.Tensor) -> torch.Tensor:
+    """nll_loss_forward: mean, sum and none, class weights, ignore_index, a 1-D input."""
+    z = y.mean((2, 3))
+    t = torch.tensor([3, 1])
+    w = torch.tensor([0.5, 1.0, 2.0, 1.5], dtype=y.dtype)
+    return (y + F.nll_loss(F.log_softmax(z, 1), t) + F.cross_entropy(z, t, weight=w)
+            + F.nll_loss(z, torch.tensor([3, -100])) + F.nll_loss(z, t, weight=w, reduction="none")[:, None, None, None]
+            + F.nll_loss(z, torch.tensor([2, 0]), weight=w, ignore_index=2, reduction="sum")
+            + F.nll_loss(z[0], torch.tensor(1)) + F.cross_entropy(z, t, reduction="sum", ignore_index=1))
 
 
 @pytest.mark.parametrize("dtype", ["float64", "float32"])
@@ -416,6 +493,23 @@ def test_spectral_norm_trains_in_candle_in_eval_and_train_mode_says_why_it_diffe
     assert any(line.startswith("note: the forward turns gradients off (torch.no_grad) at ") for line in summary_lines(trained))
     evaluated = check_in_candle(model.eval(), [x], binary=binary)
     assert evaluated["port"]["ok"] and evaluated["native"]["ok"] and evaluated["gradients_off"] == []
+
+
+def test_a_scatter_add_into_a_tensor_needing_a_gradient_is_named_as_the_suspect(binary):
+    """The runner runs candle's scatter_add, whose backward zeroes the destination's gradient at
+    the scattered positions (torch: 1): the gradient differs in both modes, and the op table's
+    measured wrong gradient names the node with its line."""
+
+    def scatter_into_y(y):
+        return y.scatter_add(3, torch.tensor([0, 0, 1, 2, 2, 2, 8, 7, 0]).expand(2, 4, 9, 9), y * 2)
+
+    torch.manual_seed(0)
+    result = check_in_candle(Fn(scatter_into_y).double(), [torch.randn(X4, dtype=torch.float64)], binary=binary)
+    for mode in ("native", "port"):
+        r = result[mode]
+        assert r["ran"] and not r["ok"] and r["worst"]["kind"] == "grad"
+        assert [s["op"] for s in r["suspects"]] == ["aten.scatter_add.default"]
+        assert Path(r["suspects"][0]["location"].rsplit(":", 1)[0]).name == Path(__file__).name
 
 
 def test_unmapped_op_is_named_with_its_line(binary):

@@ -23,7 +23,8 @@ use serde::Serialize;
 use serde_json::{json, Value as Json};
 
 use crate::ops::activation::{self, SELU_ALPHA, SELU_SCALE};
-use crate::ops::{elementwise, linalg, reduce, shape};
+use crate::ops::loss::{self, Reduction};
+use crate::ops::{elementwise, index, linalg, reduce, shape, sort};
 
 /// One measured verdict.
 #[derive(Debug, Clone, Serialize)]
@@ -551,14 +552,20 @@ fn probes() -> Vec<Probe> {
         (&["cumsum"], "cumsum", |x| reduce::cumsum(x, 1), false),
         (
             &["sort"],
-            "sort_last_dim",
-            |x| Ok(x.sort_last_dim(true)?.0),
+            "gather at arg_sort_last_dim",
+            |x| Ok(sort::sort(x, 1, false)?.0),
+            false,
+        ),
+        (
+            &["sort"],
+            "gather at arg_sort_last_dim, dim 0 moved last, descending",
+            |x| Ok(sort::sort(x, 0, true)?.0),
             false,
         ),
         (
             &["topk"],
-            "sort_last_dim(desc) + narrow",
-            |x| x.sort_last_dim(false)?.0.narrow(1, 0, 2),
+            "gather at arg_sort_last_dim(desc) + narrow",
+            |x| Ok(sort::topk(x, 2, 1, true)?.0),
             false,
         ),
         (
@@ -596,15 +603,9 @@ fn probes() -> Vec<Probe> {
         ),
         (
             &["frac"],
-            "x - floor(x) (x > 0)",
-            |x| x.sub(&x.floor()?),
-            true,
-        ),
-        (
-            &["remainder", "fmod"],
-            "x - floor(x / m) m",
-            |x| x.sub(&x.affine(1.0 / 0.7, 0.0)?.floor()?.affine(0.7, 0.0)?),
-            true,
+            "x - sign(x) floor(|x|)",
+            elementwise::frac,
+            false,
         ),
         (
             &[
@@ -619,31 +620,44 @@ fn probes() -> Vec<Probe> {
         ),
         (&["sum"], "sum_keepdim", |x| x.sum_keepdim(1), false),
         (&["mean"], "mean_keepdim", |x| x.mean_keepdim(1), false),
-        (&["amax", "max"], "max_keepdim", |x| x.max_keepdim(1), false),
-        (&["amin", "min"], "min_keepdim", |x| x.min_keepdim(1), false),
+        (&["amax"], "max_keepdim", |x| x.max_keepdim(1), false),
+        (&["amin"], "min_keepdim", |x| x.min_keepdim(1), false),
+        (
+            &["max"],
+            "gather at argmax_keepdim",
+            |x| Ok(reduce::max_dim(x, 1, true, true)?.0),
+            false,
+        ),
+        (
+            &["min"],
+            "gather at argmin_keepdim",
+            |x| Ok(reduce::max_dim(x, 1, true, false)?.0),
+            false,
+        ),
         (
             &["prod"],
-            "products of narrows",
-            |x| {
-                x.narrow(1, 0, 1)?
-                    .mul(&x.narrow(1, 1, 1)?)?
-                    .mul(&x.narrow(1, 2, 1)?)
-            },
+            "products of the halves, log2(n) levels",
+            |x| reduce::prod(x, 1),
             false,
         ),
         (
             &["var", "var_mean"],
-            "var_keepdim",
-            |x| x.var_keepdim(1),
+            "sum((x - mean)^2) / (n - 1)",
+            |x| reduce::var(x, &[1], 1.0),
             false,
         ),
         (
             &["std", "std_mean"],
-            "sqrt(var_keepdim)",
-            |x| x.var_keepdim(1)?.sqrt(),
+            "sqrt(sum((x - mean)^2) / (n - 1))",
+            |x| reduce::var(x, &[1], 1.0)?.sqrt(),
             false,
         ),
-        (&["logsumexp"], "log_sum_exp", |x| x.log_sum_exp(1), false),
+        (
+            &["logsumexp"],
+            "log_sum_exp",
+            |x| reduce::logsumexp(x, &[1], true),
+            false,
+        ),
         (
             &["norm", "frobenius_norm", "linalg_vector_norm"],
             "sqrt(sum(x^2))",
@@ -697,11 +711,17 @@ fn probes() -> Vec<Probe> {
         (&["lerp"], "a + 0.3 (b - a)", |a, b| {
             a.add(&b.sub(a)?.affine(0.3, 0.0)?)
         }),
-        (&["xlogy"], "a log(b)", |a, b| {
-            a.mul(&b.affine(1.0, 3.0)?.log()?)
+        (&["xlogy"], "where(a == 0, 0, a log(b))", |a, b| {
+            elementwise::xlogy(a, &b.affine(1.0, 3.0)?)
+        }),
+        (&["remainder"], "a - floor(a / b) b", |a, b| {
+            elementwise::remainder(a, &b.affine(0.25, 1.0)?)
+        }),
+        (&["fmod"], "a - trunc(a / b) b", |a, b| {
+            elementwise::fmod(a, &b.affine(0.25, 1.0)?)
         }),
         (&["mse_loss"], "mean((a - b)^2)", |a, b| {
-            a.sub(b)?.sqr()?.mean_all()
+            loss::mse_loss(a, b, Reduction::Mean)
         }),
         (&["l1_loss"], "mean|a - b|", |a, b| {
             a.sub(b)?.abs()?.mean_all()
@@ -710,11 +730,12 @@ fn probes() -> Vec<Probe> {
             &["smooth_l1_loss"],
             "where(|d| < 1, d^2 / 2, |d| - 1/2)",
             |a, b| {
-                let d = a.sub(b)?.affine(3.0, 0.0)?;
-                d.abs()?
-                    .lt(1.0)?
-                    .where_cond(&d.sqr()?.affine(0.5, 0.0)?, &d.abs()?.affine(1.0, -0.5)?)?
-                    .mean_all()
+                loss::smooth_l1_loss(
+                    &a.affine(3.0, 0.0)?,
+                    &b.affine(3.0, 0.0)?,
+                    Reduction::Mean,
+                    1.0,
+                )
             },
         ),
         (&["stack"], "stack", |a, b| Tensor::stack(&[a, b], 0)),
@@ -771,7 +792,9 @@ fn probes() -> Vec<Probe> {
               vec![any(&[2, 3, 2]), any(&[2, 4, 2])], Box::new(|x| linalg::cdist(&x[0], &x[1], 2.0))),
         probe(&["cdist", "_cdist_forward"], "sum |a_i - b_j| (p = 1)",
               vec![any(&[3, 2]), any(&[4, 2])], Box::new(|x| linalg::cdist(&x[0], &x[1], 1.0))),
-        probe(&["mv", "addmv"], "mv", vec![any(&[3, 4]), any(&[4])], Box::new(|x| x[0].mv(&x[1]))),
+        probe(&["mv"], "mv", vec![any(&[3, 4]), any(&[4])], Box::new(|x| linalg::mv(&x[0], &x[1]))),
+        probe(&["addmv"], "0.5 c + 2 mv(a, b)", vec![any(&[3, 4]), any(&[4]), any(&[3])],
+              Box::new(|x| linalg::addmv(&x[2], &x[0], &x[1], 0.5, 2.0))),
         probe(&["index_select", "index", "embedding"], "index_select", vec![any(&[4, 3])], Box::new(|x| {
             x[0].index_select(&ids(&[3, 0, 0, 2], &[4])?, 0)
         })),
@@ -779,18 +802,18 @@ fn probes() -> Vec<Probe> {
             x[0].gather(&ids(&[2, 0, 0, 1, 1, 2], &[2, 3])?, 1)
         })),
         probe(&["index_add"], "index_add", vec![any(&[4, 3]), any(&s23)], Box::new(|x| {
-            x[0].index_add(&ids(&[3, 1], &[2])?, &x[1], 0)
+            index::index_add(&x[0], 0, &ids(&[3, 1], &[2])?, &x[1], 2.0)
         })),
         probe(&["select_scatter", "slice_scatter"], "slice_scatter", vec![any(&[2, 4]), any(&[2, 2])], Box::new(|x| {
             x[0].slice_scatter(&x[1], 1, 1)
         })),
         probe(&["scatter"], "scatter (destination and source both need gradients)", vec![any(&s23), any(&[2, 2])],
-              Box::new(|x| x[0].scatter(&ids(&[0, 2, 1, 0], &[2, 2])?, &x[1], 1))),
+              Box::new(|x| index::scatter(&x[0], 1, &ids(&[0, 2, 1, 0], &[2, 2])?, &x[1]))),
         probe(&["scatter_add"], "scatter_add, index shaped like the destination", vec![any(&s23), any(&s23)], Box::new(|x| {
-            x[0].scatter_add(&ids(&[0, 2, 1, 0, 1, 2], &[2, 3])?, &x[1], 1)
+            index::scatter_add(&x[0], 1, &ids(&[0, 2, 1, 0, 1, 2], &[2, 3])?, &x[1])
         })).when("scatter_add", json!({"input": [2, 3], "index": [2, 3]})),
         probe(&["scatter_add"], "scatter_add, index smaller than the destination", vec![any(&s23), any(&[2, 2])], Box::new(|x| {
-            x[0].scatter_add(&ids(&[0, 2, 1, 0], &[2, 2])?, &x[1], 1)
+            index::scatter_add(&x[0], 1, &ids(&[0, 2, 1, 0], &[2, 2])?, &x[1])
         })).when("scatter_add", json!({"input": [2, 3], "index": [2, 2]})),
         probe(&["batch_norm", "native_batch_norm", "_native_batch_norm_legit", "_native_batch_norm_legit_functional",
                 "_native_batch_norm_legit_no_training", "instance_norm"],
@@ -820,13 +843,19 @@ fn probes() -> Vec<Probe> {
                 "scaled_dot_product_attention"], "matmul + softmax + matmul", vec![any(&s234), any(&s234), any(&s234)],
               Box::new(sdpa)),
         probe(&["binary_cross_entropy"], "-(t log p + (1 - t) log(1 - p))", vec![unit(&s23), unit(&s23)], Box::new(|x| {
-            x[1].mul(&x[0].log()?)?.add(&x[1].affine(-1.0, 1.0)?.mul(&x[0].affine(-1.0, 1.0)?.log()?)?)?.neg()?.mean_all()
+            loss::binary_cross_entropy(&x[0], &x[1], None, Reduction::Mean)
         })),
         probe(&["binary_cross_entropy_with_logits"], "(1 - t) x + softplus(-x)", vec![any(&s23), unit(&s23)], Box::new(|x| {
             x[1].affine(-1.0, 1.0)?.mul(&x[0])?.add(&softplus(&x[0].neg()?)?)?.mean_all()
         })),
-        probe(&["cross_entropy_loss", "nll_loss", "nll_loss_forward"], "candle_nn::loss::cross_entropy", vec![any(&s23)],
+        probe(&["cross_entropy_loss", "nll_loss"], "candle_nn::loss::cross_entropy", vec![any(&s23)],
               Box::new(|x| candle_nn::loss::cross_entropy(&x[0], &ids(&[2, 0], &[2])?))),
+        probe(&["nll_loss_forward"], "-w[t] x[n, t] gathered, mean over the kept weights (one target ignored)",
+              vec![any(&[3, 3])], Box::new(|x| {
+                  let target = Tensor::new(&[2i64, 0, -100], &Device::Cpu)?;
+                  let weight = Tensor::new(&[0.5f64, 1.0, 2.0], &Device::Cpu)?;
+                  Ok(loss::nll_loss(&x[0], &target, Some(&weight), Reduction::Mean, -100)?.0)
+              })),
         probe(&["pixel_shuffle", "pixel_unshuffle", "channel_shuffle"], "reshape + permute", vec![any(&[1, 4, 2, 3])],
               Box::new(|x| x[0].reshape((1, 1, 2, 2, 2, 3))?.permute((0, 1, 4, 2, 5, 3))?.reshape((1, 1, 4, 6)))),
         probe(&["unfold"], "Tensor::unfold", vec![any(&[2, 5])], Box::new(|x| x[0].unfold(1, 2, 1))),
@@ -871,15 +900,19 @@ fn no_grad_probes() -> Vec<Probe> {
                 a.mul(&x.lt(1.0)?)?.maximum(&a)?.eq(0u8)
             },
         ),
-        (
-            &["all", "any", "count_nonzero"],
-            "min / max / sum of a mask",
-            |x| x.ge(0.0)?.to_dtype(DType::U32)?.sum_all(),
-        ),
+        (&["all", "any"], "min / max of x != 0 (a u8 mask)", |x| {
+            reduce::all_any(x, &[1], false, true)
+        }),
+        (&["count_nonzero"], "sum of x != 0 as int64", |x| {
+            reduce::count_nonzero(x, &[1])
+        }),
         (&["argmax", "argmin"], "argmax_keepdim", |x| {
             x.argmax_keepdim(1)
         }),
-        (&["floor", "floor_divide"], "floor", |x| x.floor()),
+        (&["floor"], "floor", |x| x.floor()),
+        (&["floor_divide"], "floor(a / b)", |x| {
+            elementwise::floor_divide(x, &Tensor::new(0.7f64, x.device())?)
+        }),
         (&["ceil"], "ceil", |x| x.ceil()),
         (&["round"], "round", |x| x.round()),
         (&["trunc"], "where(x >= 0, floor, ceil)", |x| {

@@ -1,10 +1,11 @@
-//! Elementwise arithmetic with torch's broadcasting: `add`/`sub` (with `alpha`), `mul`, `div`,
-//! `rsub`, `addcmul` (`self + value * tensor1 * tensor2`), `addcdiv`, `lerp`, `sign`, `isinf`,
-//! tensor-or-number operands, unary math (`neg`, `exp`, `log`, `sqrt`, `rsqrt`, `abs`,
-//! `reciprocal`, `pow`, `sin`, `cos`, `erf`, `log1p`, `expm1`, `log2`, `floor`, `ceil`, `round`,
-//! `trunc`), `clamp*`, `maximum`/`minimum`, `logaddexp`, `where`, `masked_fill`, comparisons and
-//! the logical ops on their masks. The compositions `measure.rs` probes are public ([`log1p`],
-//! [`expm1`], [`logaddexp`]).
+//! Elementwise arithmetic with torch's broadcasting: `add`/`sub` (with `alpha`), `mul`, `div`
+//! (with `rounding_mode`), `rsub`, `addcmul` (`self + value * tensor1 * tensor2`), `addcdiv`,
+//! `lerp`, `sign`, `isinf`, tensor-or-number operands, unary math (`neg`, `exp`, `log`, `sqrt`,
+//! `rsqrt`, `abs`, `reciprocal`, `pow`, `sin`, `cos`, `erf`, `log1p`, `expm1`, `log2`, `floor`,
+//! `ceil`, `round`, `trunc`, `frac`), `floor_divide`, `remainder`, `fmod`, `xlogy`, `clamp*`,
+//! `maximum`/`minimum`, `logaddexp`, `where`, `masked_fill`, comparisons and the logical ops on
+//! their masks. The compositions `measure.rs` probes are public ([`log1p`], [`expm1`],
+//! [`logaddexp`], [`trunc`], [`frac`], [`floor_divide`], [`remainder`], [`fmod`], [`xlogy`]).
 
 use candle_core::{bail, DType, Result, Tensor};
 
@@ -13,7 +14,32 @@ use crate::value::{Args, Value};
 /// Maps the elementwise ops; `None` for other ops.
 pub fn run(name: &str, op: &str, args: &Args) -> Option<Result<Value>> {
     let r = match name {
+        "div" if args.opt_str(2, "rounding_mode").is_some() => (|| {
+            let (x, y) = operands(args, "self", "other")?;
+            match args.opt_str(2, "rounding_mode") {
+                Some("floor") => floor_divide(&x, &y),
+                Some("trunc") => integral(&x, &y, |a, b| trunc(&a.broadcast_div(b)?)),
+                Some(mode) => bail!("div with rounding_mode {mode:?}"),
+                None => x.broadcast_div(&y),
+            }
+        })(),
         "add" | "add_" | "sub" | "mul" | "div" | "rsub" => binary(name, args),
+        "floor_divide" => (|| {
+            let (x, y) = operands(args, "self", "other")?;
+            floor_divide(&x, &y)
+        })(),
+        "remainder" => (|| {
+            let (x, y) = operands(args, "self", "other")?;
+            remainder(&x, &y)
+        })(),
+        "fmod" => (|| {
+            let (x, y) = operands(args, "self", "other")?;
+            fmod(&x, &y)
+        })(),
+        "xlogy" => (|| {
+            let (x, y) = operands(args, "self", "other")?;
+            xlogy(&x, &y)
+        })(),
         "addcmul" => addcmul(args),
         "addcdiv" => addcdiv(args),
         "lerp" => lerp(args),
@@ -22,9 +48,8 @@ pub fn run(name: &str, op: &str, args: &Args) -> Option<Result<Value>> {
             .tensor(0, "self")
             .and_then(|x| x.abs()?.eq(f64::INFINITY)?.to_dtype(DType::U8)),
         "neg" | "exp" | "log" | "sqrt" | "rsqrt" | "abs" | "reciprocal" | "sin" | "cos"
-        | "square" | "floor" | "ceil" | "round" | "trunc" | "erf" | "log1p" | "expm1" | "log2" => {
-            args.tensor(0, "self").and_then(|x| unary(name, &x))
-        }
+        | "square" | "floor" | "ceil" | "round" | "trunc" | "erf" | "log1p" | "expm1" | "log2"
+        | "frac" => args.tensor(0, "self").and_then(|x| unary(name, &x)),
         "logical_and" | "bitwise_and" | "__and__" | "logical_or" | "bitwise_or" | "__or__"
         | "logical_xor" | "bitwise_xor" | "__xor__" => mask_binary(name, args),
         "logical_not" | "bitwise_not" => args
@@ -172,7 +197,8 @@ fn unary(name: &str, x: &Tensor) -> Result<Tensor> {
         "floor" => x.floor(),
         "ceil" => x.ceil(),
         "round" => x.round(),
-        "trunc" => x.sign()?.mul(&x.abs()?.floor()?),
+        "trunc" => trunc(x),
+        "frac" => frac(x),
         "erf" => x.erf(),
         "log1p" => log1p(x),
         "expm1" => expm1(x),
@@ -228,6 +254,144 @@ pub fn logaddexp(a: &Tensor, b: &Tensor) -> Result<Tensor> {
         .exp()?
         .add(&b.broadcast_sub(&m)?.exp()?)?;
     m.add(&sum.log()?)
+}
+
+/// The two operands of a binary op, either of them a number (`remainder.Scalar_Tensor`,
+/// `xlogy.Scalar_Self`), with torch's promotion: a number takes the tensor's float dtype; with an
+/// integer tensor an integral number is int64, another number makes both float32 (torch's default
+/// dtype).
+fn operands(a: &Args, first: &str, second: &str) -> Result<(Tensor, Tensor)> {
+    let number = |i: usize, name: &str, like: &Tensor| -> Result<Tensor> {
+        let v = a.float_or(i, name, 0.0)?;
+        let dtype = match like.dtype() {
+            d if d.is_float() => d,
+            _ if v.fract() == 0.0 => DType::I64,
+            _ => DType::F32,
+        };
+        Tensor::new(v, like.device())?.to_dtype(dtype)
+    };
+    let (x, y) = match (a.is_tensor(0, first), a.is_tensor(1, second)) {
+        (true, true) => (a.tensor(0, first)?, a.tensor(1, second)?),
+        (true, false) => {
+            let x = a.tensor(0, first)?;
+            let y = number(1, second, &x)?;
+            (x, y)
+        }
+        (false, true) => {
+            let y = a.tensor(1, second)?;
+            (number(0, first, &y)?, y)
+        }
+        (false, false) => bail!("{}: no tensor operand", a.node.op),
+    };
+    promote(x, y)
+}
+
+/// `f(a, b)` on floats; on integers (a mask, int64) computed in float64 and given back as int64,
+/// as torch's integer `floor_divide`, `remainder` and `fmod` (exact to 2^53).
+fn integral(
+    a: &Tensor,
+    b: &Tensor,
+    f: impl Fn(&Tensor, &Tensor) -> Result<Tensor>,
+) -> Result<Tensor> {
+    if a.dtype().is_float() {
+        return f(a, b);
+    }
+    f(&a.to_dtype(DType::F64)?, &b.to_dtype(DType::F64)?)?.to_dtype(DType::I64)
+}
+
+/// `torch.trunc(x)`: `sign(x) * floor(|x|)` (candle has no `trunc`; both have a zero gradient).
+///
+/// ```
+/// use candle_core::{Device, Tensor};
+/// let x = Tensor::new(&[-1.5f64, 2.5], &Device::Cpu)?;
+/// let y = candle_port_run::ops::elementwise::trunc(&x)?;
+/// assert_eq!(y.to_vec1::<f64>()?, [-1.0, 2.0]);
+/// # Ok::<(), candle_core::Error>(())
+/// ```
+pub fn trunc(x: &Tensor) -> Result<Tensor> {
+    x.sign()?.mul(&x.abs()?.floor()?)
+}
+
+/// `torch.frac(x)`: `x - trunc(x)`, the sign of `x` kept (gradient 1, as torch's).
+///
+/// ```
+/// use candle_core::{Device, Tensor};
+/// let x = Tensor::new(&[-1.5f64, 2.25], &Device::Cpu)?;
+/// let y = candle_port_run::ops::elementwise::frac(&x)?;
+/// assert_eq!(y.to_vec1::<f64>()?, [-0.5, 0.25]);
+/// # Ok::<(), candle_core::Error>(())
+/// ```
+pub fn frac(x: &Tensor) -> Result<Tensor> {
+    x.sub(&trunc(x)?)
+}
+
+/// `torch.floor_divide(a, b)` (and `div(a, b, rounding_mode="floor")`): `floor(a / b)`,
+/// broadcast, no gradient (torch's is zero). torch rounds its float quotient from `fmod`: where
+/// `a / b` rounds up onto an integer the two differ by 1 (`1 // 0.1` is 9 in torch, 10 here).
+///
+/// ```
+/// use candle_core::{Device, Tensor};
+/// let a = Tensor::new(&[7.0f64, -7.0], &Device::Cpu)?;
+/// let b = Tensor::new(&[2.0f64], &Device::Cpu)?;
+/// let q = candle_port_run::ops::elementwise::floor_divide(&a, &b)?;
+/// assert_eq!(q.to_vec1::<f64>()?, [3.0, -4.0]);
+/// # Ok::<(), candle_core::Error>(())
+/// ```
+pub fn floor_divide(a: &Tensor, b: &Tensor) -> Result<Tensor> {
+    integral(a, b, |a, b| a.broadcast_div(b)?.floor())
+}
+
+/// `torch.remainder(a, b)`: `a - floor(a / b) b`, broadcast, the sign of `b` (gradients: 1 and
+/// `-floor(a / b)`, as torch's; torch computes the value from `fmod`, so it may differ by one
+/// rounding, or by `b` where [`floor_divide`] does).
+///
+/// ```
+/// use candle_core::{Device, Tensor};
+/// let a = Tensor::new(&[7.0f64, -7.0], &Device::Cpu)?;
+/// let b = Tensor::new(&[2.0f64], &Device::Cpu)?;
+/// let r = candle_port_run::ops::elementwise::remainder(&a, &b)?;
+/// assert_eq!(r.to_vec1::<f64>()?, [1.0, 1.0]);
+/// # Ok::<(), candle_core::Error>(())
+/// ```
+pub fn remainder(a: &Tensor, b: &Tensor) -> Result<Tensor> {
+    integral(a, b, |a, b| {
+        a.broadcast_sub(&a.broadcast_div(b)?.floor()?.broadcast_mul(b)?)
+    })
+}
+
+/// `torch.fmod(a, b)`: `a - trunc(a / b) b`, broadcast, the sign of `a` (gradients: 1 and
+/// `-trunc(a / b)`, as torch's; the value may differ from C's `fmod` by one rounding).
+///
+/// ```
+/// use candle_core::{Device, Tensor};
+/// let a = Tensor::new(&[7.0f64, -7.0], &Device::Cpu)?;
+/// let b = Tensor::new(&[2.0f64], &Device::Cpu)?;
+/// let r = candle_port_run::ops::elementwise::fmod(&a, &b)?;
+/// assert_eq!(r.to_vec1::<f64>()?, [1.0, -1.0]);
+/// # Ok::<(), candle_core::Error>(())
+/// ```
+pub fn fmod(a: &Tensor, b: &Tensor) -> Result<Tensor> {
+    integral(a, b, |a, b| {
+        a.broadcast_sub(&trunc(&a.broadcast_div(b)?)?.broadcast_mul(b)?)
+    })
+}
+
+/// `torch.xlogy(x, y)`: `x log(y)`, and 0 where `x` is 0 (also where `y` is NaN: torch gives
+/// NaN there), broadcast; the gradients are torch's (`log(y)` and `x / y`, 0 where `x` is 0),
+/// except `x`'s where both are 0: NaN (candle multiplies the masked `-inf` by 0; torch: 0).
+///
+/// ```
+/// use candle_core::{Device, Tensor};
+/// let x = Tensor::new(&[0.0f64, 2.0], &Device::Cpu)?;
+/// let y = Tensor::new(&[0.0f64, 1.0f64.exp()], &Device::Cpu)?;
+/// let z = candle_port_run::ops::elementwise::xlogy(&x, &y)?;
+/// assert_eq!(z.to_vec1::<f64>()?, [0.0, 2.0]);
+/// # Ok::<(), candle_core::Error>(())
+/// ```
+pub fn xlogy(x: &Tensor, y: &Tensor) -> Result<Tensor> {
+    let product = x.broadcast_mul(&y.log()?)?;
+    let zero = x.eq(0.0)?.broadcast_as(product.shape())?;
+    zero.where_cond(&product.zeros_like()?, &product)
 }
 
 fn pow(op: &str, a: &Args) -> Result<Tensor> {

@@ -1,5 +1,6 @@
-//! Matrix products: `t`, `mm`, `bmm`, `matmul`, `mv`, `dot`, `addmm` (`beta * bias + alpha * a @ b`),
-//! `baddbmm` and `linear` (`x @ w^T + b`), all on candle's `matmul`/`broadcast_matmul`; pairwise
+//! Matrix products: `t`, `mm`, `bmm`, `matmul`, `mv` and `addmv` ([`mv`], [`addmv`], shared with
+//! `measure.rs`), `dot`, `addmm` (`beta * bias + alpha * a @ b`), `baddbmm` and `linear`
+//! (`x @ w^T + b`), all on candle's `matmul`/`broadcast_matmul`; pairwise
 //! distances `cdist`, `_cdist_forward` and `_euclidean_dist` ([`cdist`], from differences: candle
 //! has no `cdist`).
 
@@ -19,9 +20,15 @@ pub fn run(name: &str, args: &Args) -> Option<Result<Value>> {
                 .broadcast_matmul(&args.tensor(1, "other")?)
         })(),
         // spectral norm's power iteration: `W v`, `u . (W v)`
-        "mv" => (|| {
-            let v = args.tensor(1, "vec")?;
-            args.tensor(0, "self")?.matmul(&v.unsqueeze(1)?)?.squeeze(1)
+        "mv" => (|| mv(&args.tensor(0, "self")?, &args.tensor(1, "vec")?))(),
+        "addmv" => (|| {
+            addmv(
+                &args.tensor(0, "self")?,
+                &args.tensor(1, "mat")?,
+                &args.tensor(2, "vec")?,
+                args.float_or(3, "beta", 1.0)?,
+                args.float_or(4, "alpha", 1.0)?,
+            )
         })(),
         "dot" => (|| {
             let (a, b) = (args.tensor(0, "self")?, args.tensor(1, "tensor")?);
@@ -79,6 +86,39 @@ pub fn cdist(x1: &Tensor, x2: &Tensor, p: f64) -> Result<Tensor> {
     } else {
         bail!("cdist with p = {p}: only p > 0 is mapped")
     }
+}
+
+/// `torch.mv(mat, vec)`: `mat @ vec` as a one-column matmul.
+///
+/// ```
+/// use candle_core::{Device, Tensor};
+/// let m = Tensor::new(&[[1.0f64, 2.0], [3.0, 4.0]], &Device::Cpu)?;
+/// let v = Tensor::new(&[1.0f64, -1.0], &Device::Cpu)?;
+/// assert_eq!(candle_port_run::ops::linalg::mv(&m, &v)?.to_vec1::<f64>()?, [-1.0, -1.0]);
+/// # Ok::<(), candle_core::Error>(())
+/// ```
+pub fn mv(mat: &Tensor, vec: &Tensor) -> Result<Tensor> {
+    mat.matmul(&vec.unsqueeze(1)?)?.squeeze(1)
+}
+
+/// `torch.addmv(bias, mat, vec, beta, alpha)`: `beta * bias + alpha * mat @ vec`, `bias`
+/// broadcast; with `beta` 0 `bias` is not read (NaN in it does not propagate), as torch's.
+///
+/// ```
+/// use candle_core::{Device, Tensor};
+/// let b = Tensor::new(&[1.0f64, 1.0], &Device::Cpu)?;
+/// let m = Tensor::new(&[[1.0f64, 2.0], [3.0, 4.0]], &Device::Cpu)?;
+/// let v = Tensor::new(&[1.0f64, -1.0], &Device::Cpu)?;
+/// let y = candle_port_run::ops::linalg::addmv(&b, &m, &v, 0.5, 2.0)?;
+/// assert_eq!(y.to_vec1::<f64>()?, [-1.5, -1.5]);
+/// # Ok::<(), candle_core::Error>(())
+/// ```
+pub fn addmv(bias: &Tensor, mat: &Tensor, vec: &Tensor, beta: f64, alpha: f64) -> Result<Tensor> {
+    let product = scaled(mv(mat, vec)?, alpha)?;
+    if beta == 0.0 {
+        return Ok(product);
+    }
+    product.broadcast_add(&scaled(bias.clone(), beta)?)
 }
 
 fn scaled(t: Tensor, s: f64) -> Result<Tensor> {

@@ -6,10 +6,12 @@ pub mod conv;
 pub mod elementwise;
 pub mod index;
 pub mod linalg;
+pub mod loss;
 pub mod norm;
 pub mod reduce;
 pub mod resize;
 pub mod shape;
+pub mod sort;
 pub mod twins;
 
 use std::collections::HashMap;
@@ -56,6 +58,8 @@ pub fn run(args: &Args, mode: OpsMode) -> Option<Result<Value>> {
         .or_else(|| reduce::run(name, args, mode))
         .or_else(|| shape::run(name, op, args))
         .or_else(|| index::run(name, args))
+        .or_else(|| sort::run(name, args))
+        .or_else(|| loss::run(name, args))
         .or_else(|| resize::run(name, op, args, mode))
         .or_else(|| twins::run(name, op, args, mode))
 }
