@@ -181,3 +181,26 @@ def test_committed_table_equals_the_generated_one(tmp_path):
                          gen.candle_sources())
     committed = resources.files("candle_port.verify").joinpath("candle_ops.json").read_text(encoding="utf-8")
     assert gen.render(table) == committed, "run: python scripts/gen_optable.py"
+
+
+@pytest.mark.parametrize(
+    "args, which",
+    [
+        # no padding, stride 1: conv_transpose1d's col2im path computes the input gradient
+        pytest.param({"input": t(2, 1, 10), "weight": t(2, 1, 3)}, "weight and input gradients are", id="no-padding"),
+        pytest.param({"input": t(2, 1, 10), "weight": t(2, 1, 3), "padding": [1]}, "weight gradient is", id="padding"),
+        # stride 2: the derived output padding is (L - k) % 2; 0 takes the col2im path
+        pytest.param({"input": t(2, 4, 11), "weight": t(8, 4, 3), "stride": [2]}, "weight and input gradients are",
+                     id="stride-2-even"),
+        pytest.param({"input": t(2, 4, 10), "weight": t(8, 4, 3), "stride": [2]}, "weight gradient is",
+                     id="stride-2-odd"),
+    ],
+)
+def test_conv1d_names_the_input_gradient_where_candle_gets_it_wrong_too(args, which):
+    outcome = CONDITIONS["conv1d"](dict(args), None)
+    assert outcome.ok and outcome.wrong and f"candle 0.11.0's {which} wrong" in outcome.warning
+
+
+def test_conv1d_at_batch_one_is_right():
+    outcome = CONDITIONS["conv1d"]({"input": t(1, 1, 10), "weight": t(2, 1, 3)}, None)
+    assert outcome.ok and not outcome.wrong

@@ -19,8 +19,12 @@ class Conv1dGradient(Rule):
     as the batch is above 1 and a group has more than one output channel: the weight gradient is
     silently wrong (0.02 to 1.3 relative off finite differences in real candle,
     crates/candle-port-run/src/measure.rs, probes "conv1d, batch 2, ..."). Batch 1 and depthwise
-    convolutions with one output channel per group are right. `conv2d` uses its copy, so the same
-    convolution as a height-1 `conv2d` trains right; that is what port-fix's runtime rewrite runs.
+    convolutions with one output channel per group are right. The input gradient is a
+    `conv_transpose1d`, whose CPU col2im path (padding 0, dilation 1, no output padding) is wrong
+    for batch > 1 too: without padding the input gradient is wrong as well (found on transformers'
+    Wav2Vec2 feature encoder: its GroupNorm gradients came out 0.23 off through it). `conv2d` uses
+    its copy, so the same convolution as a height-1 `conv2d` trains right; that is what port-fix's
+    runtime rewrite runs.
     """
 
     code = "CP111"
@@ -64,6 +68,8 @@ class Conv1dGradient(Rule):
             f"{call}: candle's conv1d weight gradient is wrong for batch > 1 (its backward multiplies by "
             "an uncopied strided kernel; silently)"
         )
+        if _no_padding(site):
+            message += ", and so is its input gradient without padding (a conv_transpose1d on candle's col2im path)"
         groups = site.value("groups")
         if site.api.is_module and "out_channels" in site.api.params:
             out = site.value("out_channels")
@@ -79,6 +85,12 @@ class Conv1dGradient(Rule):
                 )
                 return
         yield Hit(message, fixes=fixes, hint=self.fix_hint, backward_only=True)
+
+
+def _no_padding(site: Site) -> bool:
+    """Padding 0, written or by default (a string padding such as "same" is not 0)."""
+    known, padding = literal(site.value("padding"))
+    return known and padding in (0, (0,), [0], "valid")
 
 
 def _same_written(out, groups) -> bool:
