@@ -595,6 +595,71 @@ fn conv1d_weight_gradient_is_wrong_for_batch_above_one() {
     assert!(rel_err(&candle, &twin).unwrap() < 1e-12);
 }
 
+/// Found on transformers' Wav2Vec2 (its frozen feature extractor passes only the input
+/// gradient): conv1d's **input** gradient is wrong for a batch above 1 with more than one output
+/// channel per group when padding is 0, dilation 1 and `(L - k) % stride == 0`. candle's backward
+/// computes it with `conv_transpose1d(grad, kernel, padding, out_padding, ...)`, and with padding
+/// 0, dilation 1 and a derived out_padding of 0 that call takes the CPU col2im path whose forward
+/// is wrong for batch > 1 (above). Measured against torch's numbers: `Conv1d(1, 2, 3)` on 2x1x10
+/// in float64, `loss = sum(conv1d(x, w) * g)` with `g` = `(arange % 7) - 3` in the output's shape
+/// (torch 2.14, `F.conv1d` then `backward`; integer weights, so torch's values are exact). Padding
+/// 0 and stride 2 at L = 11 are wrong (1.17 and 1.8 relative); padding 1, batch 1 and stride 2
+/// at L = 10 (out_padding 1) are right. `g` differs between the two samples: with equal samples
+/// the wrong batch stride does not show.
+#[test]
+fn conv1d_input_gradient_is_wrong_for_batch_above_one_without_padding() {
+    let w = Tensor::new(&[[[1f64, 2., 3.]], [[-1., 0., 2.]]], &Device::Cpu).unwrap();
+    let input_grad = |batch: usize, len: usize, padding: usize, stride: usize| {
+        let x = Var::from_tensor(&noise(&[batch, 1, len], 46)).unwrap();
+        let y = x.conv1d(&w, padding, stride, 1, 1).unwrap();
+        let g: Vec<f64> = (0..y.elem_count()).map(|i| (i % 7) as f64 - 3.0).collect();
+        let g = Tensor::from_vec(g, y.shape(), &Device::Cpu).unwrap();
+        grad_of(&x, &y, &g).unwrap().unwrap()
+    };
+    let torch = |values: &[f64], len: usize| {
+        Tensor::from_vec(values.to_vec(), (values.len() / len, 1, len), &Device::Cpu).unwrap()
+    };
+    let pad0 = torch(
+        &[
+            -1., -7., -18., -11., -4., 3., 17., 17., -3., -13., //
+            -1., -3., -4., 3., 17., 17., -4., -18., -10., -3.,
+        ],
+        10,
+    );
+    let err = rel_err(&input_grad(2, 10, 0, 1), &pad0).unwrap();
+    assert!(err > 0.5, "padding 0, batch 2: {err}");
+    // batch 1 is right (torch's first sample: g's first half is the same)
+    let first = pad0.narrow(0, 0, 1).unwrap();
+    assert!(rel_err(&input_grad(1, 10, 0, 1), &first).unwrap() < 1e-12);
+    // padding 1 takes conv_transpose1d's direct kernel: right
+    let pad1 = torch(
+        &[
+            -9., -16., -9., 5., 12., 5., 5., -2., -16., -6., //
+            3., -2., -16., -9., 5., 12., 5., 5., -2., -13.,
+        ],
+        10,
+    );
+    assert!(rel_err(&input_grad(2, 10, 1, 1), &pad1).unwrap() < 1e-12);
+    // stride 2: L = 11 derives out_padding 0 (col2im, wrong); L = 10 derives 1 (right)
+    let s2_l11 = torch(
+        &[
+            -5., -6., -10., -4., 2., -2., -7., 0., -2., 2., 1., //
+            2., 0., -2., 2., 3., 4., 8., 6., 6., -6., -5.,
+        ],
+        11,
+    );
+    let err = rel_err(&input_grad(2, 11, 0, 2), &s2_l11).unwrap();
+    assert!(err > 0.5, "stride 2, L 11: {err}");
+    let s2_l10 = torch(
+        &[
+            -4., -6., -11., -4., -6., -2., 6., 0., -6., 0., //
+            -4., -4., -6., -2., 6., 0., -3., 2., -1., 0.,
+        ],
+        10,
+    );
+    assert!(rel_err(&input_grad(2, 10, 0, 2), &s2_l10).unwrap() < 1e-12);
+}
+
 /// CP108's workaround for conv_transpose1d: conv_transpose2d on a height-1 image with padding 0
 /// and output_padding 0, then crop `padding` columns from each end and append `output_padding`
 /// zero columns (what torch's padding and output_padding do to the full output).

@@ -34,7 +34,8 @@ pub struct Record {
     /// Probe name: what was run.
     pub probe: String,
     /// `verdict` (decides the op's class), `caveat` (a candle op a port may reach for instead,
-    /// or a context that breaks it) or `note` (a kink where candle's gradient differs from torch's).
+    /// or a context that breaks it or that the op's condition does not see) or `note` (a kink
+    /// where candle's gradient differs from torch's).
     pub role: String,
     /// For a conditional op: the name of its condition in `conditions.py`.
     pub condition: Option<String>,
@@ -1045,6 +1046,30 @@ fn conditional_probes() -> Vec<Probe> {
     };
     const AAVG: &[&str] = &["adaptive_avg_pool2d", "_adaptive_avg_pool2d"];
     const AMAX: &[&str] = &["adaptive_max_pool2d"];
+    // conv1d's input gradient alone (the weight a constant, as in a frozen feature extractor):
+    // candle computes it with conv_transpose1d, whose CPU col2im path (padding 0, dilation 1 and a
+    // derived output padding of 0, i.e. (L - k) % stride == 0) is wrong for batch > 1 with more
+    // than one output channel per group. Cases the condition flags for the weight gradient but
+    // whose input gradient is right are caveats: the condition does not see a frozen weight.
+    let conv1d_input = |name,
+                        input: &'static [usize],
+                        weight: &'static [usize],
+                        stride: usize,
+                        padding: usize,
+                        groups: usize| {
+        let case = json!({"__op__": "conv1d", "input": input, "weight": weight, "stride": [stride],
+                          "padding": [padding], "dilation": [1], "groups": groups});
+        probe(
+            &["conv1d", "convolution", "_convolution"],
+            name,
+            vec![any(input)],
+            Box::new(move |x: &[Tensor]| {
+                let w = make(&any(weight), 1)?;
+                x[0].conv1d(&w, padding, stride, 1, groups)
+            }),
+        )
+        .when("conv1d", case)
+    };
     vec![
         conv("conv2d", &[2, 3, 6, 6], &[4, 3, 3, 3], 1, 1, 1),
         conv("conv2d, groups 2", &[2, 4, 5, 5], &[4, 2, 3, 3], 1, 1, 2),
@@ -1070,6 +1095,14 @@ fn conditional_probes() -> Vec<Probe> {
         probe(&["conv1d", "convolution", "_convolution"], "conv1d, batch 2, groups 2 with 2 output channels each", vec![any(&[2, 2, 7]), any(&[4, 1, 3])],
               Box::new(|x| x[0].conv1d(&x[1], 1, 1, 1, 2)))
             .when("conv1d", json!({"__op__": "conv1d", "input": [2, 2, 7], "weight": [4, 1, 3], "stride": [1], "padding": [1], "groups": 2})),
+        conv1d_input("conv1d input gradient (weight frozen), batch 2, padding 0", &[2, 1, 10], &[2, 1, 3], 1, 0, 1),
+        conv1d_input("conv1d input gradient (weight frozen), batch 1, padding 0", &[1, 1, 10], &[2, 1, 3], 1, 0, 1),
+        conv1d_input("conv1d input gradient (weight frozen), batch 2, padding 0, 1 output channel", &[2, 2, 10], &[1, 2, 3], 1, 0, 1),
+        conv1d_input("conv1d input gradient (weight frozen), batch 2, padding 0, depthwise (groups 4)", &[2, 4, 10], &[4, 1, 3], 1, 0, 4),
+        conv1d_input("conv1d input gradient (weight frozen), batch 2, padding 0, groups 4 with 2 output channels each", &[2, 4, 10], &[8, 1, 3], 1, 0, 4),
+        conv1d_input("conv1d input gradient (weight frozen), batch 2, stride 2, L 11 (output padding 0)", &[2, 1, 11], &[2, 1, 3], 2, 0, 1),
+        conv1d_input("conv1d input gradient (weight frozen), batch 2, padding 1", &[2, 1, 10], &[2, 1, 3], 1, 1, 1).caveat(),
+        conv1d_input("conv1d input gradient (weight frozen), batch 2, stride 2, L 10 (output padding 1)", &[2, 1, 10], &[2, 1, 3], 2, 0, 1).caveat(),
         probe(&["conv_transpose2d", "convolution", "_convolution"], "conv_transpose2d, output_padding 1 < stride 2", vec![any(&[1, 2, 3, 3]), any(&[2, 2, 3, 3])],
               Box::new(|x| x[0].conv_transpose2d(&x[1], 1, 1, 2, 1)))
             .when("conv_transpose2d", json!({"__op__": "conv_transpose2d", "input": [1, 2, 3, 3], "weight": [2, 2, 3, 3],
