@@ -183,3 +183,14 @@ def test_verify_options_reach_the_candle_check(monkeypatch):
     monkeypatch.setattr(candle_check, "check_in_candle", lambda model, inputs, **kw: seen.update(kw) or {})
     candle_check._check(None, [], job)
     assert seen == {"seed": 0, "rtol": 1e-7, "atol": None, "factor": 10.0}
+
+
+def test_text_report_counts_missing_gradients_instead_of_a_zero_difference():
+    ref, got = _pair(1e-16)
+    rows, _ = _compare({"output.0": ref}, {"output.0": got}, NOISE, [{"output.0": _pair(1e-12)[1]}])
+    rows.append({"kind": "grad", "name": "conv.weight", "status": "missing"})
+    native = {"ok": False, "worst_rel_to_scale": 0.0, "tensors": rows, "failing_ops": [], "missing_gradients": [],
+              "worst": rows[0], "closest": rows[0]}
+    text = "\n".join(summary_lines({"tolerance": NOISE.to_json(), "native": native}))
+    assert "candle native: FAIL (1 of 2 tensors missing (candle computed no gradient); among the rest, worst" in text
+    assert "grad.conv.weight: missing" in text

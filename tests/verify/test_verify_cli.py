@@ -341,3 +341,12 @@ def test_a_missing_module_names_the_package_pip_installs(module: str, distributi
 
     text = describe_import_error("net", ModuleNotFoundError(f"No module named {module!r}", name=module))
     assert f"module {module!r} is not installed" in text and f"(pip install {distribution})" in text
+
+
+def test_a_forward_that_sets_requires_grad_on_a_view_of_its_input_runs_without_input_gradients():
+    result, data = run_json(f"{FIXTURES}/input_view_requires_grad.py:FeatureEncoder", "--input-shape", "2,40",
+                            "--dtype", "float64")
+    assert result.exit_code == 0, result.output
+    rows = {row["name"]: row for row in data["comparisons"]}
+    assert rows["input[0].grad"]["ok"] and rows["input[0].grad"]["note"] == "no gradient in either"
+    assert rows["conv.weight"]["ok"] and rows["conv.weight"]["max_abs"] is not None

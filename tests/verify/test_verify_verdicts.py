@@ -250,3 +250,11 @@ def test_exit_codes_are_distinct_and_documented():
     section = doc.split("Verdict and exit codes", 1)[1][:3000]
     for code, verdict in ((0, "PASS"), (1, "FAIL"), (2, "error"), (3, "CHANGED"), (4, "UNCHECKED")):
         assert re.search(rf"\| {code} \| {verdict}", section), (code, verdict)
+
+
+def test_float32_constants_and_integer_chains_keep_float64s_tolerance():
+    result, data = run_json(f"{FIXTURES}/float32_constants.py:Float32Constants", "--input-shape", "1,3,8,8",
+                            "--dtype", "float64")
+    assert result.exit_code == 0, result.output
+    assert data["tolerance"]["method"] == "perturbed" and "unit roundoff of float64" in data["tolerance"]["note"]
+    assert data["tolerance"]["floor"] < 1e-15

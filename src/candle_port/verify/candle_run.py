@@ -484,7 +484,10 @@ def summary_lines(result: dict) -> list[str]:
         where = ""
         if worst and worst["rel_to_scale"] > 0:
             where = (f", {worst['kind']}.{worst['name']}; allowed there {worst['allowed']:.2e}: {worst['reason']}")
-        lines.append(f"candle {mode}: {verdict} (worst difference {r['worst_rel_to_scale']:.2e} of scale{where})")
+        missing = sum(1 for t in r["tensors"] if t["status"] == "missing")
+        # a run whose only failure is gradients candle never computed says so, not "worst difference 0"
+        absent = f"{missing} of {len(r['tensors'])} tensors missing (candle computed no gradient); among the rest, " if missing else ""
+        lines.append(f"candle {mode}: {verdict} ({absent}worst difference {r['worst_rel_to_scale']:.2e} of scale{where})")
         differing = [t for t in r["tensors"] if t["status"] != "ok"]
         for t in differing[:MAX_TENSOR_LINES]:
             if "allowed" in t:

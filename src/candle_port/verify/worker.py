@@ -292,6 +292,10 @@ def _mixes_float_widths(exc: BaseException) -> bool:
     )
 
 
+# torch's error when a forward sets `requires_grad` on a tensor computed from an input that needs one
+_LEAF_ONLY = "you can only change requires_grad flags of leaf variables"
+
+
 class _NoGradient(Exception):
     """The loss does not depend on any input or parameter."""
 
@@ -305,7 +309,17 @@ def _forward_backward(model: Any, inputs: list, weights: dict | None, seed: int)
         p.grad = None
     torch.manual_seed(seed + 2)  # the same dropout masks in every run
     try:
-        outputs = _flat_outputs(model(*leaves))
+        try:
+            outputs = _flat_outputs(model(*leaves))
+        except RuntimeError as exc:
+            if _LEAF_ONLY not in str(exc):
+                raise
+            # the forward sets requires_grad on a view of its input (transformers' Wav2Vec2 feature
+            # encoder, for gradient checkpointing): run it as users do, with inputs that need no
+            # gradient; the input gradients are then compared as absent in every run
+            leaves = [x.detach().clone() for x in inputs]
+            torch.manual_seed(seed + 2)
+            outputs = _flat_outputs(model(*leaves))
     except WorkerError:
         raise
     except Exception as exc:
@@ -347,8 +361,61 @@ def _pristine_copy(model: Any) -> Any:
 
 
 def _lowest_float_dtype(model: Any, inputs: list) -> Any:
-    """The least precise floating dtype any op of the forward produces (a float64 model that
-    resizes its position embedding in float32 computes at float32 precision there)."""
+    """The least precise floating dtype the forward computes in where it matters: a value that
+    depends on an input or a parameter and reaches a floating output (a float64 model that resizes
+    its position embedding in float32 computes at float32 precision there). A float32 constant
+    (EnCodec's `torch.full((), 0.0)`) or a float32 chain that ends in an integer (WavLM's
+    relative-position buckets) does not: both runs compute it alike. Read off the make_fx graph;
+    every op of the forward counts when the model cannot be traced."""
+    import torch
+
+    try:
+        traced = _traced_float_dtypes(model, inputs)
+    except Exception:  # noqa: BLE001 - untraceable forward: the conservative reading below
+        traced = None
+    if traced is not None:
+        return max(traced, key=lambda d: torch.finfo(d).eps) if traced else inputs[0].dtype
+    return _every_float_dtype(model, inputs)
+
+
+def _traced_float_dtypes(model: Any, inputs: list) -> set:
+    """The floating dtypes of the graph nodes that depend on a placeholder (parameters, buffers,
+    inputs) and from which a floating output is computed through floating values only."""
+    import torch
+    from torch.func import functional_call
+    from torch.fx.experimental.proxy_tensor import make_fx
+    from torch.utils._pytree import tree_leaves
+
+    state = {**dict(model.named_parameters()), **dict(model.named_buffers())}
+
+    def forward(state, *args):
+        return functional_call(model, state, args)
+
+    with torch.no_grad():
+        gm = make_fx(forward)(state, *[x.detach() for x in inputs])
+
+    def floating(node) -> bool:
+        val = node.meta.get("val")
+        return isinstance(val, torch.Tensor) and val.is_floating_point()
+
+    depends: set = set()
+    for node in gm.graph.nodes:
+        if node.op == "placeholder" or any(inp in depends for inp in node.all_input_nodes):
+            depends.add(node)
+    output = next(n for n in gm.graph.nodes if n.op == "output")
+    pending = [n for n in tree_leaves(output.args[0]) if isinstance(n, torch.fx.Node) and floating(n)]
+    reached: set = set()
+    while pending:
+        node = pending.pop()
+        if node in reached:
+            continue
+        reached.add(node)
+        pending.extend(inp for inp in node.all_input_nodes if floating(inp))
+    return {node.meta["val"].dtype for node in reached & depends}
+
+
+def _every_float_dtype(model: Any, inputs: list) -> Any:
+    """The least precise floating dtype any op of the forward produces."""
     import torch
     from torch.utils._python_dispatch import TorchDispatchMode
     from torch.utils._pytree import tree_leaves
