@@ -37,6 +37,19 @@ class Fn(nn.Module):
         return self.op(self.conv(x))
 
 
+class Lstm(nn.Module):
+    """nn.LSTM's output and final states: make_fx traces it to addmm, unsafe_split, in-place
+    sigmoid_/tanh_ on the gate chunks (nothing else reads them), mul, add_ and stack."""
+
+    def __init__(self, **kwargs):
+        super().__init__()
+        self.lstm = nn.LSTM(4, 5, **kwargs)
+
+    def forward(self, x):
+        out, (h, c) = self.lstm(x)
+        return out, h, c
+
+
 X4 = (2, 3, 9, 9)
 X5 = (2, 3, 5, 6, 5)
 
@@ -74,6 +87,10 @@ CASES = {
     "conv2d-asymmetric-padding": (lambda: Fn(lambda y: y, conv=nn.Conv2d(3, 4, (3, 1), padding=(1, 0))), X4, "both"),
     # native: candle 0.11.0 conv1d weight gradient is wrong for batch > 1 with channels > 1
     "conv1d": (lambda: Fn(lambda y: y, conv=nn.Conv1d(3, 4, 3, padding=1, stride=2)), (2, 3, 11), "port"),
+    "lstm": (lambda: Lstm(), (6, 2, 4), "both"),
+    "lstm-2-layers-batch_first": (lambda: Lstm(num_layers=2, batch_first=True), (2, 6, 4), "both"),
+    "lstm-bidirectional-2-layers": (lambda: Lstm(num_layers=2, bidirectional=True), (6, 2, 4), "both"),
+    "lstm-bidirectional-batch_first": (lambda: Lstm(bidirectional=True, batch_first=True), (2, 6, 4), "both"),
     "batch_norm-train": (lambda: Fn(nn.BatchNorm2d(4)), X4, "both"),
     "group_norm": (lambda: Fn(nn.GroupNorm(2, 4)), X4, "both"),
     # native candle_nn::ops::layer_norm: no float64 kernel; in float32 no gradient at all (silent cut)

@@ -40,6 +40,78 @@ fn missing_input(node: &Node, env: &HashMap<String, Value>) -> Option<String> {
     names.into_iter().find(|n| !env.contains_key(n))
 }
 
+/// In-place ops this runner maps as their pure forms (`add_` as `add`, ...).
+pub const IN_PLACE_AS_PURE: &[&str] = &["add_", "sigmoid_", "tanh_"];
+
+/// Ops whose result is a view of their first argument's tensor.
+const VIEWS: &[&str] = &[
+    "getitem",
+    "view",
+    "_unsafe_view",
+    "alias",
+    "unsafe_split",
+    "split",
+    "split_with_sizes",
+    "unsafe_chunk",
+    "chunk",
+    "unbind",
+    "t",
+    "transpose",
+    "permute",
+    "select",
+    "slice",
+    "narrow",
+    "expand",
+    "squeeze",
+    "unsqueeze",
+    "reshape",
+    "diagonal",
+];
+
+fn first_ref(node: &Node) -> Option<String> {
+    let mut names = Vec::new();
+    refs(node.args.first()?, &mut names);
+    names.into_iter().next()
+}
+
+/// For an in-place op in [`IN_PLACE_AS_PURE`] at `graph.nodes[at]`: the first later reader (a
+/// node, or the graph's output) of the tensor it mutates or of a tensor that one is a view of.
+/// Its pure form equals torch only when there is none (make_fx's LSTM cell applies `sigmoid_`
+/// and `tanh_` to chunks of the gates that nothing else reads).
+fn read_after_in_place(graph: &Graph, at: usize) -> Option<String> {
+    let node = &graph.nodes[at];
+    if !IN_PLACE_AS_PURE.contains(&ops::short_name(&node.op)) {
+        return None;
+    }
+    let by_name: HashMap<&str, &Node> = graph.nodes.iter().map(|n| (n.name.as_str(), n)).collect();
+    let mut aliases = Vec::new();
+    let mut next = first_ref(node);
+    while let Some(name) = next {
+        next = by_name
+            .get(name.as_str())
+            .filter(|n| n.op == "getitem" || VIEWS.contains(&ops::short_name(&n.op)))
+            .and_then(|n| first_ref(n));
+        aliases.push(name);
+    }
+    for later in graph.nodes[at + 1..].iter().filter(|n| n.used) {
+        let mut names = Vec::new();
+        later
+            .args
+            .iter()
+            .chain(later.kwargs.values())
+            .for_each(|j| refs(j, &mut names));
+        if let Some(a) = names.iter().find(|n| aliases.contains(n)) {
+            return Some(format!("{a} (read by {})", later.name));
+        }
+    }
+    graph
+        .outputs
+        .iter()
+        .filter_map(|o| o.node.as_ref())
+        .find(|n| aliases.contains(n))
+        .map(|n| format!("{n} (a graph output)"))
+}
+
 fn getitem(node: &Node, env: &HashMap<String, Value>) -> Result<Value> {
     let mut names = Vec::new();
     refs(&node.args[0], &mut names);
@@ -91,7 +163,7 @@ pub fn execute(
         env.insert(p.node.clone(), Value::Tensor(t));
     }
     let mut rows = Vec::with_capacity(graph.nodes.len());
-    for node in &graph.nodes {
+    for (at, node) in graph.nodes.iter().enumerate() {
         if !node.used {
             rows.push(row(node, "unused", None));
             continue;
@@ -101,6 +173,18 @@ pub fn execute(
                 node,
                 "skipped",
                 Some(format!("input {m} was not computed")),
+            ));
+            continue;
+        }
+        if let Some(reader) = read_after_in_place(graph, at) {
+            rows.push(row(
+                node,
+                "error",
+                Some(format!(
+                    "{} mutates {reader} after this node: its pure form, which this runner runs, \
+                     would not equal torch",
+                    node.op
+                )),
             ));
             continue;
         }
@@ -191,4 +275,50 @@ pub fn execute(
         report,
         tensors: out,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn graph(later_reader: &str) -> Graph {
+        Graph::parse(&format!(
+            r#"{{"format": "candle-port-graph", "version": 1,
+                "placeholders": [{{"node": "x", "kind": "input", "name": "0"}}],
+                "nodes": [
+                  {{"name": "split", "op": "aten.unsafe_split.Tensor", "args": [{{"ref": "x"}}, 2, 0]}},
+                  {{"name": "a", "op": "getitem", "args": [{{"ref": "split"}}, 0]}},
+                  {{"name": "s", "op": "aten.sigmoid_.default", "args": [{{"ref": "a"}}]}},
+                  {{"name": "m", "op": "aten.mul.Tensor", "args": [{{"ref": "s"}}, {{"ref": "{later_reader}"}}]}}
+                ],
+                "outputs": [{{"node": "m", "index": 0, "upstream": null}}]}}"#
+        ))
+        .expect("graph parses")
+    }
+
+    /// make_fx's LSTM cell: `sigmoid_` on a chunk nothing else reads runs as `sigmoid`; a later
+    /// reader of the chunk, or of the tensor it is a view of, stops the node.
+    #[test]
+    fn in_place_activation_runs_as_pure_only_when_nothing_reads_the_mutated_tensor_later() {
+        assert_eq!(read_after_in_place(&graph("s"), 2), None);
+        assert_eq!(
+            read_after_in_place(&graph("a"), 2).as_deref(),
+            Some("a (read by m)")
+        );
+        assert_eq!(
+            read_after_in_place(&graph("x"), 2).as_deref(),
+            Some("x (read by m)")
+        );
+        let x = Tensor::new(&[0.5f64, -1.0, 2.0, 0.0], &candle_core::Device::Cpu).expect("x");
+        let tensors = HashMap::from([("input.0".to_string(), x)]);
+        let run = execute(&graph("x"), &tensors, OpsMode::Native).expect("runs");
+        let row = &run.report.nodes[2];
+        assert_eq!(row.status, "error");
+        assert!(row
+            .message
+            .as_deref()
+            .is_some_and(|m| m.contains("its pure form")));
+        let run = execute(&graph("s"), &tensors, OpsMode::Native).expect("runs");
+        assert!(run.report.forward_ok);
+    }
 }

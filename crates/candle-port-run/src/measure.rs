@@ -24,7 +24,7 @@ use serde_json::{json, Value as Json};
 
 use crate::ops::activation::{self, SELU_ALPHA, SELU_SCALE};
 use crate::ops::loss::{self, Reduction};
-use crate::ops::{elementwise, index, linalg, reduce, shape, sort};
+use crate::ops::{elementwise, index, linalg, reduce, rnn, shape, sort};
 
 /// One measured verdict.
 #[derive(Debug, Clone, Serialize)]
@@ -336,6 +336,33 @@ fn normalize(x: &Tensor, dims: &[usize]) -> Result<Tensor> {
 fn sdpa(x: &[Tensor]) -> Result<Tensor> {
     let s = x[0].matmul(&x[1].t()?)?.affine(0.5, 0.0)?;
     softmax(&s, 2)?.matmul(&x[2])
+}
+
+/// candle_nn's LSTM over a (2, 3, 3) batch-major input, hidden size 2, from the given `(h0, c0)`:
+/// the output, `h_n` and `c_n`, flattened into one tensor.
+fn lstm(x: &[Tensor], reverse: bool) -> Result<Tensor> {
+    let (out, h, c) = rnn::lstm_layer(
+        &x[0],
+        &x[1],
+        &x[2],
+        Some(&x[3]),
+        Some(&x[4]),
+        &x[5],
+        &x[6],
+        reverse,
+    )?;
+    Tensor::cat(&[out.flatten_all()?, h.flatten_all()?, c.flatten_all()?], 0)
+}
+fn lstm_inputs() -> Vec<Input> {
+    vec![
+        any(&[2, 3, 3]),
+        any(&[8, 3]),
+        any(&[8, 2]),
+        any(&[8]),
+        any(&[8]),
+        any(&[2, 2]),
+        any(&[2, 2]),
+    ]
 }
 
 /// Every probe, in a fixed order.
@@ -866,6 +893,11 @@ fn probes() -> Vec<Probe> {
                                         "stride": [1], "padding": [0], "output_padding": [0], "dilation": [1]})),
         probe(&["upsample_bilinear2d"], "upsample_bilinear2d", vec![any(&[1, 2, 3, 3])],
               Box::new(|x| x[0].upsample_bilinear2d(6, 6, false))),
+        // candle_nn::rnn::LSTM (step/seq_init), one layer and direction; the reverse direction
+        // runs the reversed sequence
+        probe(&["lstm", "mkldnn_rnn_layer"], "lstm (candle_nn::rnn::LSTM, seq_init from h0, c0)", lstm_inputs(),
+              Box::new(|x| lstm(x, false))),
+        probe(&["lstm", "mkldnn_rnn_layer"], "lstm, reverse direction", lstm_inputs(), Box::new(|x| lstm(x, true))),
     ]);
     all.extend(no_grad_probes());
     all.extend(conditional_probes());

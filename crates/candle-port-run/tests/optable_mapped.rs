@@ -21,6 +21,10 @@ const NOT_IN_MAKE_FX: &[(&str, &str)] = &[
         "TorchScript's spelling; make_fx: convolution",
     ),
     ("conv1d", "convolution"),
+    (
+        "lstm",
+        "addmm, unsafe_split, sigmoid_, tanh_, mul, add_, stack; mkldnn_rnn_layer in float32 with oneDNN",
+    ),
     ("conv2d", "convolution"),
     ("conv_transpose1d", "convolution"),
     ("conv_transpose2d", "convolution"),

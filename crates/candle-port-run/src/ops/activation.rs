@@ -1,4 +1,5 @@
-//! Activations and softmax: `relu`, `gelu` (erf and tanh forms), `silu`, `sigmoid`, `tanh`,
+//! Activations and softmax: `relu`, `gelu` (erf and tanh forms), `silu`, `sigmoid`, `tanh` (and
+//! their in-place forms `sigmoid_`, `tanh_`),
 //! `hardtanh`, `hardswish`, `prelu`, (`x * clamp(x + 3, 0, 6) / 6`), `hardsigmoid`, `leaky_relu`,
 //! `elu` (with torch's `scale` and `input_scale`: `selu` traces to it), `celu`, `softplus` (`beta`,
 //! `threshold`), `mish` (candle_nn's), `log_sigmoid` (`-softplus(-x)`), `hardshrink`,
@@ -28,8 +29,10 @@ pub fn run(name: &str, args: &Args, mode: OpsMode) -> Option<Result<Value>> {
         "relu6" => x().and_then(|x| x.maximum(0.0)?.minimum(6.0)),
         "gelu" => x().and_then(|x| gelu(&x, args.opt_str(1, "approximate") == Some("tanh"), mode)),
         "silu" => x().and_then(|x| x.silu()),
-        "sigmoid" => x().and_then(|x| candle_nn::ops::sigmoid(&x)),
-        "tanh" => x().and_then(|x| x.tanh()),
+        // the in-place forms run as pure ones: `exec` checks that nothing reads the mutated
+        // tensor afterwards (make_fx's LSTM cell)
+        "sigmoid" | "sigmoid_" => x().and_then(|x| candle_nn::ops::sigmoid(&x)),
+        "tanh" | "tanh_" => x().and_then(|x| x.tanh()),
         "hardtanh" => (|| {
             x()?.maximum(args.float_or(1, "min_val", -1.0)?)?
                 .minimum(args.float_or(2, "max_val", 1.0)?)

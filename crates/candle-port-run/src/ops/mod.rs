@@ -10,6 +10,7 @@ pub mod loss;
 pub mod norm;
 pub mod reduce;
 pub mod resize;
+pub mod rnn;
 pub mod shape;
 pub mod sort;
 pub mod twins;
@@ -60,6 +61,7 @@ pub fn run(args: &Args, mode: OpsMode) -> Option<Result<Value>> {
         .or_else(|| index::run(name, args))
         .or_else(|| sort::run(name, args))
         .or_else(|| loss::run(name, args))
+        .or_else(|| rnn::run(name, args))
         .or_else(|| resize::run(name, op, args, mode))
         .or_else(|| twins::run(name, op, args, mode))
 }
