@@ -91,3 +91,27 @@ def test_folding_never_runs_an_op_that_mutates_its_argument():
     assert any("add" in ops[name] for name in folded)
     assert not any("copy_" in ops[name] for name in folded)
     assert int(model.seen) == before
+
+
+class CircularConv(torch.nn.Module):
+    """Informer's token embedding: a Conv1d with circular padding."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.conv = torch.nn.Conv1d(4, 4, 3, padding=1, padding_mode="circular").double()
+
+    def forward(self, x):
+        return self.conv(x) + torch.nn.functional.pad(x, (2, 3), mode="circular")[..., :7]
+
+
+def test_circular_padding_exports_as_values(tmp_path):
+    """torch writes circular padding into new_empty with copy_ into slices, which a graph of values
+    cannot hold: the export traces it as cat of slices, with torch's numbers."""
+    model, x = CircularConv(), torch.randn(2, 4, 7, dtype=torch.float64)
+    graph = export_graph(model, [x], tmp_path)
+    ops = [node["op"] for node in graph["nodes"]]
+    assert not any("copy_" in op or "new_empty" in op for op in ops), ops
+    assert any("cat" in op for op in ops)
+    gm, _, _ = trace_for_candle(model, [x])
+    params = dict(model.named_parameters())
+    assert torch.equal(gm(params, {}, x), model(x))

@@ -204,3 +204,10 @@ def test_conv1d_names_the_input_gradient_where_candle_gets_it_wrong_too(args, wh
 def test_conv1d_at_batch_one_is_right():
     outcome = CONDITIONS["conv1d"]({"input": t(1, 1, 10), "weight": t(2, 1, 3)}, None)
     assert outcome.ok and not outcome.wrong
+
+
+def test_conv1d_same_padding_of_a_one_wide_kernel_is_no_padding():
+    outcome = CONDITIONS["conv1d"]({"input": t(2, 4, 10), "weight": t(8, 4, 1), "padding": "same"}, None)
+    assert "weight and input gradients are" in outcome.warning
+    outcome = CONDITIONS["conv1d"]({"input": t(2, 4, 10), "weight": t(8, 4, 3), "padding": "same"}, None)
+    assert "weight gradient is" in outcome.warning

@@ -392,3 +392,68 @@ def test_an_in_place_op_stays_on_the_gradient_path():
     report = trace_with_make_fx(MutatedThroughAView(), [torch.randn(3, 4)])
     relu = [r for r in report.ops if r.name.startswith("relu")]
     assert relu and all(r.on_grad_path for r in relu)
+
+
+class FrozenConv1d(nn.Module):
+    """Wav2Vec2's frozen feature extractor: a conv1d whose weight needs no gradient, between layers
+    that do; candle's wrong conv1d gradients matter only for the operands on a gradient path."""
+
+    def __init__(self, padding: int) -> None:
+        super().__init__()
+        self.pre = nn.Conv1d(2, 4, 1, padding=0)
+        self.conv = nn.Conv1d(4, 8, 3, padding=padding)
+        self.conv.weight.requires_grad_(False)
+
+    def forward(self, x):
+        return self.conv(self.pre(x))
+
+
+def _conv_records(model, shape):
+    report = trace_with_make_fx(model, [torch.randn(*shape)])
+    return [r for r in report.ops if r.name == "convolution"]
+
+
+def test_a_frozen_conv1d_weight_leaves_only_its_input_gradient_wrong():
+    unpadded = _conv_records(FrozenConv1d(padding=0), (2, 2, 10))
+    assert "input gradient is wrong" in unpadded[1].wrong and "weight" not in unpadded[1].wrong
+    padded = _conv_records(FrozenConv1d(padding=1), (2, 2, 10))
+    assert padded[1].wrong == ""
+    # the first layer reads the raw input: only its weight gradient can be wrong
+    assert "weight gradient is wrong" in padded[0].wrong and "input" not in padded[0].wrong
+
+
+class SpectrumMean(nn.Module):
+    """Autoformer's auto-correlation in small: a gradient flows through an FFT's complex values."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.lin = nn.Linear(4, 4)
+
+    def forward(self, x):
+        return torch.fft.rfft(self.lin(x), dim=1).abs().mean(1)
+
+
+def test_complex_values_carry_the_gradient_path():
+    for trace in (trace_model, trace_with_make_fx):
+        report = trace(SpectrumMean(), [torch.randn(2, 16, 4)])
+        fft = [r for r in report.ops if "fft" in r.name]
+        assert fft and all(r.on_grad_path and not r.ok for r in fft), trace
+        assert any(r.on_grad_path for r in report.ops if r.name == "abs"), trace
+
+
+class SharedLayer(nn.Module):
+    """neuralforecast's CausalConv1d: the conv is registered as `conv` and inside `seq`."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.conv = nn.Conv1d(2, 3, 3, padding=1)
+        self.seq = nn.Sequential(self.conv)
+
+    def forward(self, x):
+        return self.seq(x)
+
+
+def test_a_parameter_registered_under_two_names_is_a_gradient_source():
+    for trace in (trace_model, trace_with_make_fx):
+        report = trace(SharedLayer(), [torch.randn(2, 2, 8)])
+        assert [r.on_grad_path for r in report.ops if r.name in ("conv1d", "convolution")] == [True], trace

@@ -110,10 +110,11 @@ def _first_output(node: Any) -> TensorInfo | None:
 
 
 def _floating(val: Any) -> bool:
+    """Floating point or complex: a gradient flows through an FFT's complex values (Autoformer)."""
     if isinstance(val, (list, tuple)):
         return any(_floating(v) for v in val)
     dtype = getattr(val, "dtype", None)
-    return bool(dtype is not None and getattr(dtype, "is_floating_point", False))
+    return bool(dtype is not None and (getattr(dtype, "is_floating_point", False) or getattr(dtype, "is_complex", False)))
 
 
 def bind_args(target: Any, args: tuple, kwargs: dict) -> dict[str, Any]:
@@ -199,6 +200,29 @@ def classify_node(node: Any, on_grad_path: bool) -> OpRecord | None:
     if not on_grad_path:
         record.warning = record.wrong = ""
     return record
+
+
+_BOTH = "weight and input gradients are"
+
+
+def _conv1d_operands_in_context(node: Any, record: OpRecord, marked: set[str]) -> None:
+    """A conv1d's wrong candle gradients (conditions.convolution) are the weight's, and where it is
+    unpadded the input's: keep only those of operands on a gradient path. A frozen feature
+    extractor's conv (Wav2Vec2) has no weight gradient to get wrong, a first layer on the raw input
+    no input gradient."""
+    weight_on = len(node.args) > 1 and getattr(node.args[1], "name", None) in marked
+    input_on = bool(node.args) and getattr(node.args[0], "name", None) in marked
+    both = _BOTH in record.wrong
+    if weight_on and (input_on or not both):
+        return
+    if weight_on:
+        text = record.wrong.replace(_BOTH, "weight gradient is")
+    elif both and input_on:
+        text = record.wrong.replace(_BOTH, "input gradient is")
+    else:
+        text = ""
+    record.wrong = text
+    record.warning = text or record.warning
 
 
 def _grad_users(node: Any, marked: set[str]) -> list[Any]:
@@ -331,6 +355,8 @@ def classify_graph(graph: Any, grad_sources: Iterable[str], tracer: str, fallbac
             continue
         if record.on_grad_path and record.ok and not record.wrong:
             record.wrong = wrong_in_context(node, record, marked)
+        elif record.wrong and "output channels per group" in record.wrong:
+            _conv1d_operands_in_context(node, record, marked)
         report.ops.append(record)
     return report
 

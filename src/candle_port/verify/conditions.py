@@ -56,7 +56,9 @@ def convolution(args: dict[str, Any], out: TensorInfo | None, transposed: bool |
     dilation = _tuple(args.get("dilation"), spatial, 1)
     padding_arg = args.get("padding")
     if isinstance(padding_arg, str):
-        padding = (0,) * spatial if padding_arg == "valid" else None
+        # "same" pads dilation * (kernel - 1) in all: none for a 1-wide kernel
+        unpadded = padding_arg == "valid" or all(d * (k - 1) == 0 for d, k in zip(dilation, weight[2:]))
+        padding = (0,) * spatial if unpadded else None
     else:
         padding = _tuple(padding_arg, spatial, 0)
     if spatial >= 3:

@@ -311,9 +311,30 @@ def _gradients_off_spy():
                 where = frame.where() if frame else "?"
                 if where not in self.where:
                     self.where.append(where)
+            if getattr(func, "__name__", "") == "pad":
+                padded = _circular_pad_as_cat(*args, **(kwargs or {}))
+                if padded is not None:
+                    return padded
             return func(*args, **(kwargs or {}))
 
     return GradientsOffSpy()
+
+
+def _circular_pad_as_cat(x: Any, pad: Sequence[int], mode: str = "constant", value: Any = None) -> Any:
+    """`F.pad(x, pad, mode="circular")` as `cat` of slices (the same copies, and a backward that adds
+    them), or None for any other pad. torch 2.14 writes circular padding into a `new_empty` tensor
+    with `copy_` into its slices, which functionalize keeps and a graph of values cannot express
+    (Informer's and Autoformer's circular Conv1d token embeddings)."""
+    import torch
+
+    if mode != "circular" or not isinstance(x, torch.Tensor) or any(p < 0 or p > x.shape[-1 - i // 2] for i, p in enumerate(pad)):
+        return None
+    for i in range(0, len(pad), 2):
+        dim, left, right = x.dim() - 1 - i // 2, pad[i], pad[i + 1]
+        parts = ([x.narrow(dim, x.shape[dim] - left, left)] if left else []) + [x]
+        parts += [x.narrow(dim, 0, right)] if right else []
+        x = torch.cat(parts, dim) if len(parts) > 1 else x
+    return x
 
 
 # torch's own CPU backward kernels that are not float64-accurate, and the exact formula the

@@ -27,7 +27,9 @@ def trace_with_export(model: Any, inputs: Sequence[Any]) -> GraphReport:
     from torch.export.graph_signature import InputKind
 
     ep = torch.export.export(model, tuple(inputs), strict=False)
-    trainable = {name for name, p in model.named_parameters() if p.requires_grad}
+    # every name of a parameter a layer is registered under twice (neuralforecast's CausalConv1d keeps
+    # `self.conv` and `Sequential(self.conv, ...)`): the export may use either
+    trainable = {name for name, p in model.named_parameters(remove_duplicate=False) if p.requires_grad}
     sources = [spec.arg.name for spec in ep.graph_signature.input_specs
                if spec.kind == InputKind.PARAMETER and spec.target in trainable]
     return classify_graph(ep.graph, sources, "torch.export")
