@@ -16,8 +16,9 @@ class Api(Record):
     `implied`: settings the API implies and does not accept (UpsamplingBilinear2d is
     align_corners=True). `family`: `interpolate` (every resize API), `grid_sample`, `pool`,
     `conv_transpose`, `adaptive_pool`, `volumetric` (3-D convolution and pooling, which candle
-    has no op for), `conv1d` (whose candle weight gradient is wrong for batch > 1) or
-    `torchvision_ops` (RoI pooling and deformable convolution, no candle op). `defaults`: defaults of this API's own parameters, over the shared ones in
+    has no op for), `conv1d` (whose candle weight gradient is wrong for batch > 1),
+    `torchvision_ops` (RoI pooling and deformable convolution), `spectral` (FFT, STFT) or `im2col`
+    (F.unfold / F.fold), which candle has no op for. `defaults`: defaults of this API's own parameters, over the shared ones in
     sites.py. The two dicts are not compared."""
 
     __slots__ = ("name", "params", "default_mode", "implied", "accepts_mode", "is_module", "family", "defaults")
@@ -253,6 +254,26 @@ TORCHVISION_OPS = {
     "deform_conv": ("deform_conv2d", "DeformConv2d"),
 }
 
+def _no_candle_op(name: str, family: str, is_module: bool = False) -> Api:
+    """An op candle has no equivalent of, reported whatever its arguments (no signature needed)."""
+    return Api(name, (), "", accepts_mode=False, is_module=is_module, family=family)
+
+
+# torch.fft and the short-time Fourier transform: candle 0.11.0 has no FFT (CP113).
+SPECTRAL_FUNCTIONS = {
+    f"torch.fft.{name}": _no_candle_op(name, "spectral")
+    for name in ("fft", "ifft", "rfft", "irfft", "fft2", "ifft2", "rfft2", "irfft2", "fftn", "ifftn", "rfftn",
+                 "irfftn", "hfft", "ihfft")
+}
+SPECTRAL_FUNCTIONS.update({f"{module}.{name}": _no_candle_op(name, "spectral")
+                           for module in ("torch", "torch.functional") for name in ("stft", "istft")})
+# im2col / col2im (F.unfold, F.fold and their modules): no candle op (CP114).
+IM2COL = {
+    **{f"torch.nn.functional.{name}": _no_candle_op(name, "im2col") for name in ("unfold", "fold")},
+    **{f"{module}.{name}": _no_candle_op(name, "im2col", is_module=True)
+       for module in ("torch.nn", "torch.nn.modules", "torch.nn.modules.fold") for name in ("Unfold", "Fold")},
+}
+
 _F = "torch.nn.functional"
 APIS_BY_QUALIFIED_NAME: dict[str, Api] = {
     f"{_F}.interpolate": INTERPOLATE,
@@ -284,6 +305,8 @@ for _name in ("adaptive_avg_pool1d", "adaptive_max_pool1d"):
 for _name in ("conv3d", "conv_transpose3d", "max_pool3d", "max_pool3d_with_indices"):
     APIS_BY_QUALIFIED_NAME[f"torch.{_name}"] = VOLUMETRIC_FUNCTIONS[_name]
 
+APIS_BY_QUALIFIED_NAME.update(SPECTRAL_FUNCTIONS)
+APIS_BY_QUALIFIED_NAME.update(IM2COL)
 for _submodule, _names in TORCHVISION_OPS.items():
     for _name in _names:
         _api = _torchvision_op(_name, is_module=_name[0].isupper())
@@ -319,6 +342,11 @@ API_NAME_FRAGMENTS = (
     "RoIPool",
     "deform_conv",
     "DeformConv",
+    # torch.fft (every transform's name holds "fft"), stft/istft; F.unfold / F.fold and modules
+    "fft",
+    "stft",
+    "fold",
+    "Fold",
 )
 
 # The identifier a site must spell (the last part of an API's qualified name): the prefilter's test.
