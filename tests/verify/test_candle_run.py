@@ -226,6 +226,24 @@ CASES = {
                          + torch.cdist(y.flatten(2), y.flatten(2)[:, 1:] - 1, p=1.0).mean()
                          + torch.cdist(y.flatten(2).transpose(1, 2), y.flatten(2).transpose(1, 2)[:, :30] + 0.5).mean()),
               X4, "both"),
+    # Informer's decoder input: float64 values and a float32 `torch.zeros`; torch promotes (also int
+    # and float) in cat, stack, maximum, addcmul
+    "cat-stack-mixed-dtypes": (lambda: Fn(lambda y: torch.cat([y, torch.zeros(2, 4, 2, 9)], 2)[:, :, 2:]
+                                          + torch.cat([torch.arange(9).expand(2, 4, 1, 9), y], 2)[:, :, 1:]
+                                          + torch.stack([y, torch.ones(2, 4, 9, 9)]).sum(0) + torch.maximum(y, torch.zeros(9))
+                                          + torch.addcmul(y, y, torch.full((9,), 2)) + torch.addcdiv(y, y, torch.full((9,), 2.0))),
+                               X4, "both"),
+    # unbatched (C, L) and (C, H, W) inputs (DLinear's nn.AvgPool1d on a (B, L) tensor traces to
+    # avg_pool2d of (B, 1, L)): the runner adds the batch dim and drops it from values and indices
+    "pool-unbatched": (lambda: Fn(lambda y: (F.avg_pool1d(y[0], 4), F.adaptive_avg_pool1d(y[0], 1), F.avg_pool2d(y, 2),
+                                             F.adaptive_avg_pool2d(y, 1)), conv=nn.Linear(9, 8)), (3, 6, 9), "both"),
+    "max-adaptive-pool-unbatched": (lambda: Fn(lambda y: (F.max_pool1d(y[0], 3, 2), F.adaptive_max_pool1d(y[0], 3),
+                                                          F.max_pool1d(y[0], 2, return_indices=True)[1].to(y.dtype),
+                                                          F.adaptive_avg_pool1d(y[0], 3), F.max_pool2d(y, 3, 2, padding=1),
+                                                          F.adaptive_max_pool2d(y, (2, 3), return_indices=True)[1].to(y.dtype),
+                                                          F.max_pool3d(y[None], 2), F.avg_pool3d(y[None], 2),
+                                                          F.adaptive_avg_pool3d(y[None], 2)), conv=nn.Linear(9, 8)),
+                                    (3, 6, 9), "port"),
     # the op table's known gaps, mapped with the compositions its probes measure
     "max-min-dim": (lambda: Fn(_max_min), X4, "both"),
     "logsumexp-prod": (lambda: Fn(lambda y: torch.logsumexp(y, (1, 2), keepdim=True) + torch.logsumexp(y, -1)[..., None]
@@ -527,6 +545,33 @@ def test_a_scatter_add_into_a_tensor_needing_a_gradient_is_named_as_the_suspect(
         assert r["ran"] and not r["ok"] and r["worst"]["kind"] == "grad"
         assert [s["op"] for s in r["suspects"]] == ["aten.scatter_add.default"]
         assert Path(r["suspects"][0]["location"].rsplit(":", 1)[0]).name == Path(__file__).name
+
+
+class _CircularPadded(nn.Module):
+    """torch's own circular padding (what F.pad traced to before the exporter made it a cat):
+    `new_empty`, then `copy_` into slices of it, which functionalize keeps."""
+
+    def __init__(self):
+        super().__init__()
+        self.lin = nn.Linear(5, 5)
+
+    def forward(self, x):
+        return torch.ops.aten._pad_circular(self.lin(x), [2, 1]) * 2  # the copy_ line
+
+
+def test_a_copy_into_a_view_read_later_is_an_error_on_its_line(binary):
+    """The runner has values, not storage: a `copy_` into a slice of a tensor a later node reads
+    was unused, so skipped, and that read saw zeros (a wrong output, no message); now each such
+    `copy_` is an error on its line, in both modes."""
+    torch.manual_seed(0)
+    result = check_in_candle(_CircularPadded().double(), [torch.randn(2, 3, 5, dtype=torch.float64)], binary=binary)
+    line = next(i for i, t in enumerate(Path(__file__).read_text().splitlines(), 1) if "# the copy_ line" in t)
+    for mode in ("native", "port"):
+        failing = [op for op in result[mode]["failing_ops"] if op["status"] == "error"]
+        assert failing and all(op["op"] == "aten.copy_.default" for op in failing), failing
+        assert failing[0]["location"] == f"{__file__}:{line}"
+        assert "mutates new_empty (read by" in failing[0]["message"] and "in-place write" in failing[0]["message"]
+        assert not result[mode]["ok"]
 
 
 def test_unmapped_op_is_named_with_its_line(binary):

@@ -74,13 +74,22 @@ fn first_ref(node: &Node) -> Option<String> {
     names.into_iter().next()
 }
 
-/// For an in-place op in [`IN_PLACE_AS_PURE`] at `graph.nodes[at]`: the first later reader (a
-/// node, or the graph's output) of the tensor it mutates or of a tensor that one is a view of.
-/// Its pure form equals torch only when there is none (make_fx's LSTM cell applies `sigmoid_`
-/// and `tanh_` to chunks of the gates that nothing else reads).
+/// True for an ATen op that writes into its first argument (`add_`, `copy_`; not `__and__`).
+fn mutates(op: &str) -> bool {
+    let name = ops::short_name(op);
+    name.ends_with('_') && !name.starts_with("__")
+}
+
+/// For an in-place op at `graph.nodes[at]` (one in [`IN_PLACE_AS_PURE`], `copy_`, any other): the
+/// first later reader (a node, or the graph's output) of the tensor it mutates or of a tensor that
+/// one is a view of. This runner has values, not storage: a node's result is its pure form, and
+/// no write reaches the tensor written into (or, for a view, the tensor it is a view of). That
+/// equals torch only when nothing reads them later (make_fx's LSTM cell applies `sigmoid_` and
+/// `tanh_` to chunks of the gates that nothing else reads; torch's circular padding, traced
+/// without functionalize, `copy_`s into slices of a `new_empty` the convolution then reads).
 fn read_after_in_place(graph: &Graph, at: usize) -> Option<String> {
     let node = &graph.nodes[at];
-    if !IN_PLACE_AS_PURE.contains(&ops::short_name(&node.op)) {
+    if !mutates(&node.op) {
         return None;
     }
     let by_name: HashMap<&str, &Node> = graph.nodes.iter().map(|n| (n.name.as_str(), n)).collect();
@@ -164,6 +173,24 @@ pub fn execute(
     }
     let mut rows = Vec::with_capacity(graph.nodes.len());
     for (at, node) in graph.nodes.iter().enumerate() {
+        // before `used`: a `copy_` into a view is unused itself, and its write was lost silently
+        if let Some(reader) = read_after_in_place(graph, at) {
+            let why = if IN_PLACE_AS_PURE.contains(&ops::short_name(&node.op)) {
+                "its pure form, which this runner runs, would not equal torch"
+            } else {
+                "this runner keeps no in-place write (into a view, the tensor it views is left \
+                 as it was), so that read would not equal torch"
+            };
+            rows.push(row(
+                node,
+                "error",
+                Some(format!(
+                    "{} mutates {reader} after this node: {why}",
+                    node.op
+                )),
+            ));
+            continue;
+        }
         if !node.used {
             rows.push(row(node, "unused", None));
             continue;
@@ -173,18 +200,6 @@ pub fn execute(
                 node,
                 "skipped",
                 Some(format!("input {m} was not computed")),
-            ));
-            continue;
-        }
-        if let Some(reader) = read_after_in_place(graph, at) {
-            rows.push(row(
-                node,
-                "error",
-                Some(format!(
-                    "{} mutates {reader} after this node: its pure form, which this runner runs, \
-                     would not equal torch",
-                    node.op
-                )),
             ));
             continue;
         }
@@ -320,5 +335,46 @@ mod tests {
             .is_some_and(|m| m.contains("its pure form")));
         let run = execute(&graph("s"), &tensors, OpsMode::Native).expect("runs");
         assert!(run.report.forward_ok);
+    }
+
+    fn copy_graph(into: &str, reader: &str) -> Graph {
+        Graph::parse(&format!(
+            r#"{{"format": "candle-port-graph", "version": 1,
+                "placeholders": [{{"node": "x", "kind": "input", "name": "0"}}],
+                "nodes": [
+                  {{"name": "buf", "op": "aten.new_empty.default", "args": [{{"ref": "x"}}, [6]]}},
+                  {{"name": "part", "op": "aten.slice.Tensor", "args": [{{"ref": "buf"}}, 0, 1, 5]}},
+                  {{"name": "c", "op": "aten.copy_.default", "args": [{{"ref": "{into}"}}, {{"ref": "x"}}],
+                    "used": {used}, "location": "pad.py:3"}},
+                  {{"name": "m", "op": "aten.mul.Tensor", "args": [{{"ref": "{reader}"}}, 2.0]}}
+                ],
+                "outputs": [{{"node": "m", "index": 0, "upstream": null}}]}}"#,
+            used = reader == "c",
+        ))
+        .expect("graph parses")
+    }
+
+    /// torch's circular padding traced without functionalize: `copy_` into a slice of a
+    /// `new_empty` that a later node reads. The runner has no storage to write into, so the node
+    /// is an error on its line (it was unused, so skipped, and the read saw zeros); a `copy_`
+    /// whose own result is what is read runs.
+    #[test]
+    fn copy_into_a_tensor_read_later_is_an_error_on_its_line() {
+        let x = Tensor::new(&[0.5f64, -1.0, 2.0, 0.0], &candle_core::Device::Cpu).expect("x");
+        let tensors = HashMap::from([("input.0".to_string(), x)]);
+        for (into, reader) in [("part", "buf"), ("buf", "buf")] {
+            let run = execute(&copy_graph(into, reader), &tensors, OpsMode::Port).expect("runs");
+            let row = &run.report.nodes[2];
+            assert_eq!(row.status, "error", "{into} read through {reader}");
+            assert_eq!(row.location.as_deref(), Some("pad.py:3"));
+            assert!(row
+                .message
+                .as_deref()
+                .is_some_and(|m| m.contains("buf (read by m)") && m.contains("in-place write")));
+            assert!(!run.report.ok);
+        }
+        let run = execute(&copy_graph("x", "c"), &tensors, OpsMode::Port).expect("runs");
+        assert!(run.report.forward_ok);
+        assert_eq!(run.report.nodes[2].status, "ok");
     }
 }

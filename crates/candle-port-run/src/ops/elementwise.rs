@@ -4,7 +4,7 @@
 //! `rsqrt`, `abs`, `reciprocal`, `pow`, `sin`, `cos`, `erf`, `log1p`, `expm1`, `log2`, `floor`,
 //! `ceil`, `round`, `trunc`, `frac`), `floor_divide`, `remainder`, `fmod`, `xlogy`, `clamp*`,
 //! `maximum`/`minimum`, `logaddexp`, `where`, `masked_fill`, comparisons and the logical ops on
-//! their masks. The compositions `measure.rs` probes are public ([`log1p`], [`expm1`],
+//! their masks; tensor operands of mixed dtypes are promoted as torch does (`result_type`). The compositions `measure.rs` probes are public ([`log1p`], [`expm1`],
 //! [`logaddexp`], [`trunc`], [`frac`], [`floor_divide`], [`remainder`], [`fmod`], [`xlogy`]).
 
 use candle_core::{bail, DType, Result, Tensor};
@@ -58,7 +58,7 @@ pub fn run(name: &str, op: &str, args: &Args) -> Option<Result<Value>> {
         "pow" => pow(op, args),
         "clamp" | "clamp_min" | "clamp_max" => clamp(name, args),
         "maximum" | "minimum" => (|| {
-            let (x, y) = (args.tensor(0, "self")?, args.tensor(1, "other")?);
+            let (x, y) = promote(args.tensor(0, "self")?, args.tensor(1, "other")?)?;
             if name == "maximum" {
                 x.broadcast_maximum(&y)
             } else {
@@ -102,16 +102,31 @@ fn other(a: &Args, x: &Tensor) -> Result<Tensor> {
 /// torch's type promotion, reduced to what candle has: a float operand wins (of two floats the
 /// wider: float32 with float64 is float64, float16 with bfloat16 float32), else int64.
 fn promote(x: Tensor, y: Tensor) -> Result<(Tensor, Tensor)> {
-    if x.dtype() == y.dtype() {
-        return Ok((x, y));
+    match <[Tensor; 2]>::try_from(promote_all(vec![x, y])?) {
+        Ok([x, y]) => Ok((x, y)),
+        Err(_) => bail!("promote: two tensors in, two out"),
     }
-    let target = match (x.dtype().is_float(), y.dtype().is_float()) {
-        (true, true) => wider_float(x.dtype(), y.dtype()),
-        (true, false) => x.dtype(),
-        (false, true) => y.dtype(),
-        (false, false) => DType::I64,
+}
+
+/// [`promote`] over any number of tensors (torch's `result_type` for `cat`, `stack`, `addcmul`):
+/// all converted to the one dtype torch computes in.
+pub(crate) fn promote_all(xs: Vec<Tensor>) -> Result<Vec<Tensor>> {
+    let Some(first) = xs.first().map(|x| x.dtype()) else {
+        return Ok(xs);
     };
-    Ok((x.to_dtype(target)?, y.to_dtype(target)?))
+    if xs.iter().all(|x| x.dtype() == first) {
+        return Ok(xs);
+    }
+    let floats: Vec<DType> = xs
+        .iter()
+        .map(|x| x.dtype())
+        .filter(|d| d.is_float())
+        .collect();
+    let target = match floats.split_first() {
+        Some((&f, rest)) => rest.iter().fold(f, |a, &b| wider_float(a, b)),
+        None => DType::I64,
+    };
+    xs.into_iter().map(|x| x.to_dtype(target)).collect()
 }
 
 fn wider_float(a: DType, b: DType) -> DType {
@@ -143,14 +158,12 @@ fn binary(name: &str, a: &Args) -> Result<Tensor> {
     }
 }
 
-/// `self + value * tensor1 * tensor2`, broadcast (torch fuses the multiply-add; candle rounds
-/// the product first, a difference of one rounding).
+/// `self + value * tensor1 * tensor2`, broadcast, in the dtype torch promotes the three to
+/// (torch fuses the multiply-add; candle rounds the product first, a difference of one rounding).
 fn addcmul(a: &Args) -> Result<Tensor> {
-    let x = a.tensor(0, "self")?;
-    let product = a
-        .tensor(1, "tensor1")?
-        .broadcast_mul(&a.tensor(2, "tensor2")?)?;
+    let [x, t1, t2] = three(a)?;
     let value = a.float_or(3, "value", 1.0)?;
+    let product = t1.broadcast_mul(&t2)?;
     let product = if value != 1.0 {
         product.affine(value, 0.0)?
     } else {
@@ -159,14 +172,23 @@ fn addcmul(a: &Args) -> Result<Tensor> {
     x.broadcast_add(&product)
 }
 
-/// `self + value * tensor1 / tensor2`, broadcast (the op table's probe `a + 0.5 b / c`).
+/// `self + value * tensor1 / tensor2`, broadcast, promoted as [`addcmul`] (the op table's probe
+/// `a + 0.5 b / c`).
 fn addcdiv(a: &Args) -> Result<Tensor> {
-    let quotient = a
-        .tensor(1, "tensor1")?
-        .broadcast_div(&a.tensor(2, "tensor2")?)?;
-    let value = a.float_or(3, "value", 1.0)?;
-    a.tensor(0, "self")?
-        .broadcast_add(&quotient.affine(value, 0.0)?)
+    let [x, t1, t2] = three(a)?;
+    let quotient = t1.broadcast_div(&t2)?;
+    x.broadcast_add(&quotient.affine(a.float_or(3, "value", 1.0)?, 0.0)?)
+}
+
+/// `addcmul`'s and `addcdiv`'s `self`, `tensor1` and `tensor2` in their promoted dtype.
+fn three(a: &Args) -> Result<[Tensor; 3]> {
+    let xs = vec![
+        a.tensor(0, "self")?,
+        a.tensor(1, "tensor1")?,
+        a.tensor(2, "tensor2")?,
+    ];
+    <[Tensor; 3]>::try_from(promote_all(xs)?)
+        .map_err(|_| candle_core::Error::Msg("three tensors in, three out".into()))
 }
 
 /// `lerp(start, end, weight)` = `start + weight * (end - start)`, the weight a number

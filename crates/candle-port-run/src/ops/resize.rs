@@ -3,7 +3,8 @@
 //! `upsample_nearest2d`, a `mean` for a 1x1 adaptive pool; none for `grid_sampler_2d`); port runs
 //! the candle-port-ops twin,
 //! equal to torch in forward and backward. A native op that cannot express the call (padding,
-//! dilation, ceil_mode, a non-1x1 adaptive pool) is an error naming what is missing.
+//! dilation, ceil_mode, a non-1x1 adaptive pool) is an error naming what is missing. Pooling
+//! takes an unbatched `(C, H, W)` input as torch does ([`unbatched`]).
 
 use candle_core::{bail, Result, Tensor};
 use candle_port_ops::{grid_sample, GridMode, GridPadding, GridSample, Interpolate, Mode, Pool};
@@ -14,14 +15,14 @@ use crate::value::{usizes, Args, Value};
 /// Maps the pooling and upsampling ops; `None` for other ops.
 pub fn run(name: &str, op: &str, args: &Args, mode: OpsMode) -> Option<Result<Value>> {
     let r = match name {
-        "max_pool2d_with_indices" => max_pool(args, mode, true),
-        "max_pool2d" => max_pool(args, mode, false),
-        "avg_pool2d" => avg_pool(args, mode).map(Value::Tensor),
+        "max_pool2d_with_indices" => pool(args, |x| max_pool(x, args, mode, true)),
+        "max_pool2d" => pool(args, |x| max_pool(x, args, mode, false)),
+        "avg_pool2d" => pool(args, |x| avg_pool(x, args, mode).map(Value::Tensor)),
         "upsample_bilinear2d" | "upsample_nearest2d" => {
             upsample(name, op, args, mode).map(Value::Tensor)
         }
         "_adaptive_avg_pool2d" | "adaptive_avg_pool2d" => {
-            adaptive_avg(args, mode).map(Value::Tensor)
+            pool(args, |x| adaptive_avg(x, args, mode).map(Value::Tensor))
         }
         "grid_sampler_2d" | "grid_sampler" => grid_sampler(args, mode).map(Value::Tensor),
         _ => return None,
@@ -123,16 +124,42 @@ fn native_pool_gap(p: &Pool, x: &Tensor) -> Option<String> {
     (p.ceil_mode && uneven).then(|| "ceil_mode".into())
 }
 
-fn max_pool(a: &Args, mode: OpsMode, with_indices: bool) -> Result<Value> {
-    let x = a.tensor(0, "self")?;
+/// A 2-D pooling of the node's `self`, batched or not.
+fn pool(a: &Args, f: impl FnOnce(&Tensor) -> Result<Value>) -> Result<Value> {
+    unbatched(&a.tensor(0, "self")?, 2, f)
+}
+
+/// torch's pooling also takes an unbatched input, `(C, *spatial)` (DLinear's `nn.AvgPool1d` on a
+/// `(C, L)` tensor traces to `avg_pool2d` of `(C, 1, L)`): `f` runs on it with a batch dim of 1,
+/// which every result (values and indices) drops again. A batched input goes to `f` as it is.
+pub(super) fn unbatched(
+    x: &Tensor,
+    spatial: usize,
+    f: impl FnOnce(&Tensor) -> Result<Value>,
+) -> Result<Value> {
+    if x.rank() != spatial + 1 {
+        return f(x);
+    }
+    match f(&x.unsqueeze(0)?)? {
+        Value::Tensor(t) => Ok(Value::Tensor(t.squeeze(0)?)),
+        Value::Tuple(items) => items
+            .into_iter()
+            .map(|t| t.map(|t| t.squeeze(0)).transpose())
+            .collect::<Result<Vec<_>>>()
+            .map(Value::Tuple),
+        Value::Nothing => Ok(Value::Nothing),
+    }
+}
+
+fn max_pool(x: &Tensor, a: &Args, mode: OpsMode, with_indices: bool) -> Result<Value> {
     let p = pool_options(a, 2, true)?;
     let (y, idx) = match mode {
         OpsMode::Port => {
-            let (y, i) = candle_port_ops::max_pool2d_with_indices(&x, &p)?;
+            let (y, i) = candle_port_ops::max_pool2d_with_indices(x, &p)?;
             (y, Some(i))
         }
         OpsMode::Native => {
-            if let Some(gap) = native_pool_gap(&p, &x) {
+            if let Some(gap) = native_pool_gap(&p, x) {
                 bail!("candle's max_pool2d has no {gap}")
             }
             let s = p.stride.clone().unwrap_or_else(|| p.kernel_size.clone());
@@ -149,13 +176,12 @@ fn max_pool(a: &Args, mode: OpsMode, with_indices: bool) -> Result<Value> {
     })
 }
 
-fn avg_pool(a: &Args, mode: OpsMode) -> Result<Tensor> {
-    let x = a.tensor(0, "self")?;
+fn avg_pool(x: &Tensor, a: &Args, mode: OpsMode) -> Result<Tensor> {
     let p = pool_options(a, 2, false)?;
     match mode {
-        OpsMode::Port => candle_port_ops::avg_pool2d(&x, &p),
+        OpsMode::Port => candle_port_ops::avg_pool2d(x, &p),
         OpsMode::Native => {
-            if let Some(gap) = native_pool_gap(&p, &x) {
+            if let Some(gap) = native_pool_gap(&p, x) {
                 bail!("candle's avg_pool2d has no {gap}")
             }
             let s = p.stride.clone().unwrap_or_else(|| p.kernel_size.clone());
@@ -164,11 +190,10 @@ fn avg_pool(a: &Args, mode: OpsMode) -> Result<Tensor> {
     }
 }
 
-fn adaptive_avg(a: &Args, mode: OpsMode) -> Result<Tensor> {
-    let x = a.tensor(0, "self")?;
+fn adaptive_avg(x: &Tensor, a: &Args, mode: OpsMode) -> Result<Tensor> {
     let size = per_dim(&a.ints_or(1, "output_size", &[1])?, &[1], 2)?;
     match mode {
-        OpsMode::Port => candle_port_ops::adaptive_avg_pool2d(&x, (size[0], size[1])),
+        OpsMode::Port => candle_port_ops::adaptive_avg_pool2d(x, (size[0], size[1])),
         OpsMode::Native if size == [1, 1] => x.mean_keepdim((2, 3)),
         OpsMode::Native => bail!("candle has no adaptive_avg_pool2d (output {size:?})"),
     }

@@ -1,9 +1,10 @@
 //! Views and layout: `view`/`reshape` (with `-1`), `permute`, `transpose`, `expand`, `slice`
-//! (with step), `select`, `unsqueeze`, `squeeze`, `cat`, `stack`, `split`, `constant_pad_nd`, reflection
-//! and replication padding, `unfold` (by `index_select`), `pixel_shuffle` and `pixel_unshuffle`,
-//! dtype conversion, `as_strided` (an `index_select` the exporter resolves), `flip` and `roll`
-//! (candle's, shared with `measure.rs`: [`flip`], [`roll`]), `broadcast_to` (as `expand`), and the
-//! identities (`alias`, `clone`, `contiguous`, `dropout` in eval).
+//! (with step), `select`, `unsqueeze`, `squeeze`, `cat` and `stack` (mixed dtypes promoted as
+//! torch does), `split`, `constant_pad_nd`, reflection and replication padding, `unfold` (by
+//! `index_select`), `pixel_shuffle` and `pixel_unshuffle`, dtype conversion, `as_strided` (an
+//! `index_select` the exporter resolves), `flip` and `roll` (candle's, shared with `measure.rs`:
+//! [`flip`], [`roll`]), `broadcast_to` (as `expand`), and the identities (`alias`, `clone`,
+//! `contiguous`, `dropout` in eval).
 
 use candle_core::{bail, DType, Result, Tensor};
 
@@ -67,7 +68,8 @@ pub fn run(name: &str, op: &str, args: &Args) -> Option<Result<Value>> {
         "as_strided" | "as_strided_" => as_strided(args),
         "_to_copy" | "to" => to_dtype(args),
         "cat" | "stack" => (|| {
-            let xs = args.tensors(0, "tensors")?;
+            // torch promotes (Informer's decoder input: float64 values and a float32 `zeros`)
+            let xs = super::elementwise::promote_all(args.tensors(0, "tensors")?)?;
             let rank = xs.first().map(|x| x.rank()).unwrap_or(1);
             if name == "cat" {
                 Tensor::cat(&xs, dim(args.int_or(1, "dim", 0)?, rank)?)

@@ -2,12 +2,13 @@
 //! the other `F.interpolate` modes (`upsample_bicubic2d`, `upsample_linear1d`,
 //! `upsample_trilinear3d`, `upsample_nearest1d`/`3d`, `_upsample_nearest_exact1d`/`2d`/`3d`),
 //! 3-D max and average pooling, adaptive max pooling (2-D and 3-D), 3-D adaptive average pooling
-//! and `affine_grid_generator`. Native mode is an error naming what candle lacks.
+//! (each also unbatched, as torch takes it) and `affine_grid_generator`. Native mode is an error
+//! naming what candle lacks.
 
 use candle_core::{bail, Result, Tensor};
 use candle_port_ops::{Interpolate, Mode};
 
-use super::resize::{per_dim, pool_options, upsample_scales};
+use super::resize::{per_dim, pool_options, unbatched, upsample_scales};
 use super::OpsMode;
 use crate::value::{usizes, Args, Value};
 
@@ -47,38 +48,47 @@ fn port(name: &str, op: &str, a: &Args) -> Result<Value> {
     let tensor = |t: Tensor| Ok(Value::Tensor(t));
     let pair = |(y, i): (Tensor, Tensor)| Ok(Value::Tuple(vec![Some(y), Some(i)]));
     match name {
-        "max_pool3d_with_indices" => pair(candle_port_ops::max_pool3d_with_indices(
-            &a.tensor(0, "self")?,
-            &pool_options(a, 3, true)?,
-        )?),
-        "max_pool3d" => tensor(candle_port_ops::max_pool3d(
-            &a.tensor(0, "self")?,
-            &pool_options(a, 3, true)?,
-        )?),
-        "avg_pool3d" => tensor(candle_port_ops::avg_pool3d(
-            &a.tensor(0, "self")?,
-            &pool_options(a, 3, false)?,
-        )?),
+        "max_pool3d_with_indices" => {
+            let p = pool_options(a, 3, true)?;
+            unbatched(&a.tensor(0, "self")?, 3, |x| {
+                pair(candle_port_ops::max_pool3d_with_indices(x, &p)?)
+            })
+        }
+        "max_pool3d" => {
+            let p = pool_options(a, 3, true)?;
+            unbatched(&a.tensor(0, "self")?, 3, |x| {
+                tensor(candle_port_ops::max_pool3d(x, &p)?)
+            })
+        }
+        "avg_pool3d" => {
+            let p = pool_options(a, 3, false)?;
+            unbatched(&a.tensor(0, "self")?, 3, |x| {
+                tensor(candle_port_ops::avg_pool3d(x, &p)?)
+            })
+        }
         "adaptive_max_pool2d" => {
             let s = per_dim(&a.ints_or(1, "output_size", &[1])?, &[1], 2)?;
-            pair(candle_port_ops::adaptive_max_pool2d_with_indices(
-                &a.tensor(0, "self")?,
-                (s[0], s[1]),
-            )?)
+            unbatched(&a.tensor(0, "self")?, 2, |x| {
+                pair(candle_port_ops::adaptive_max_pool2d_with_indices(
+                    x,
+                    (s[0], s[1]),
+                )?)
+            })
         }
         "adaptive_max_pool3d" => {
             let s = per_dim(&a.ints_or(1, "output_size", &[1])?, &[1], 3)?;
-            pair(candle_port_ops::adaptive_max_pool3d_with_indices(
-                &a.tensor(0, "self")?,
-                (s[0], s[1], s[2]),
-            )?)
+            unbatched(&a.tensor(0, "self")?, 3, |x| {
+                pair(candle_port_ops::adaptive_max_pool3d_with_indices(
+                    x,
+                    (s[0], s[1], s[2]),
+                )?)
+            })
         }
         "_adaptive_avg_pool3d" | "adaptive_avg_pool3d" => {
             let s = per_dim(&a.ints_or(1, "output_size", &[1])?, &[1], 3)?;
-            tensor(candle_port_ops::adaptive_avg_pool3d(
-                &a.tensor(0, "self")?,
-                (s[0], s[1], s[2]),
-            )?)
+            unbatched(&a.tensor(0, "self")?, 3, |x| {
+                tensor(candle_port_ops::adaptive_avg_pool3d(x, (s[0], s[1], s[2]))?)
+            })
         }
         "affine_grid_generator" => {
             let size = usizes(&a.ints_or(1, "size", &[])?)?;
