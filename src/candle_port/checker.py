@@ -96,8 +96,12 @@ def check_module(tree: ast.Module, text: str, path: str, config: Config, index=N
 def site_position(site: Site) -> tuple[int, int, int]:
     """(line, 1-based character column, end line) of a site's call."""
     call = site.call
-    column = site.source.column(call.lineno, call.col_offset) if site.source is not None else call.col_offset
-    return call.lineno, column + 1, call.end_lineno or call.lineno
+    line, offset = call.lineno, call.col_offset
+    if site.api.family == "tensor_unfold" and isinstance(call.func, ast.Attribute) and call.func.end_col_offset:
+        # a method: at its name, so that chained `x.unfold(...).unfold(...)` are two places
+        line, offset = call.func.end_lineno or line, call.func.end_col_offset - len(call.func.attr)
+    column = site.source.column(line, offset) if site.source is not None else offset
+    return line, column + 1, call.end_lineno or call.lineno
 
 
 def findings_for_scan(scan: Scan, text: str, path: str, config: Config) -> list[Finding]:

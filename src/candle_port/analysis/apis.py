@@ -274,6 +274,10 @@ IM2COL = {
        for module in ("torch.nn", "torch.nn.modules", "torch.nn.modules.fold") for name in ("Unfold", "Fold")},
 }
 
+# Tensor.unfold (sliding windows as a view): candle has it, with a broken backward (CP115). Found on
+# a tensor method call by sites._tensor_unfold, or written as torch.Tensor.unfold(x, ...).
+TENSOR_UNFOLD = Api("unfold", ("dimension", "size", "step"), "", accepts_mode=False, family="tensor_unfold")
+
 _F = "torch.nn.functional"
 APIS_BY_QUALIFIED_NAME: dict[str, Api] = {
     f"{_F}.interpolate": INTERPOLATE,

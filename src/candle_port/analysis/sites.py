@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import ast
 
-from candle_port.analysis.apis import APIS_BY_QUALIFIED_NAME, PARTIAL_QUALIFIED_NAMES, Api
+from candle_port.analysis.apis import APIS_BY_QUALIFIED_NAME, PARTIAL_QUALIFIED_NAMES, TENSOR_UNFOLD, Api
 from candle_port.analysis.class_values import class_values, may_pass_classes, rebound_layer_aliases, unsupported_whatever_its_arguments
 from candle_port.analysis.grad_mode import no_grad_reason
 from candle_port.analysis.names import Alias, ClassInfo, Collection, Import, Param, Resolver, Scope, ScopeBuilder, all_params, dotted_name
@@ -350,6 +350,9 @@ def _site_for_call(call: ast.Call, scope: Scope, resolver: Resolver) -> Site | N
             site.subclass_name = call.func.id
         _bind_arguments(site, call.args, call.keywords)
         return site
+    unfold = _tensor_unfold(call, scope, resolver)
+    if unfold is not None:
+        return unfold
     if not call.args or isinstance(call.args[0], ast.Starred):
         return None
     if PARTIAL_QUALIFIED_NAMES & resolver.qualified_names(call.func, scope):
@@ -360,6 +363,28 @@ def _site_for_call(call: ast.Call, scope: Scope, resolver: Resolver) -> Site | N
             _bind_arguments(site, call.args[1:], call.keywords)
             return site
     return None
+
+
+def _tensor_unfold(call: ast.Call, scope: Scope, resolver: Resolver) -> Site | None:
+    """`x.unfold(dim, size, step)`: a tensor method (three arguments, on a value that is not a module
+    or a class port-check knows), or `torch.Tensor.unfold(x, dim, size, step)`."""
+    func = call.func
+    if not isinstance(func, ast.Attribute) or func.attr != "unfold":
+        return None
+    args = list(call.args)
+    names = resolver.qualified_names(func, scope)
+    if "torch.Tensor.unfold" in names:
+        args = args[1:]
+    elif any(name.startswith("torch.") for name in names | resolver.qualified_names(func.value, scope)):
+        return None  # a torch module's unfold (F.unfold is CP114's)
+    keywords = {k.arg for k in call.keywords}
+    if any(isinstance(a, ast.Starred) for a in args) or None in keywords:
+        return None
+    if len(args) + len(keywords & set(TENSOR_UNFOLD.params)) != 3 or not keywords <= set(TENSOR_UNFOLD.params):
+        return None
+    site = Site(call, TENSOR_UNFOLD, "torch.Tensor.unfold", "call", scope, resolver)
+    _bind_arguments(site, args, call.keywords)
+    return site
 
 
 # Layer families looked for in literal collections; resize modules are left to the truth-checked rules.
