@@ -4,7 +4,7 @@
 //! the candle-port-ops twin,
 //! equal to torch in forward and backward. A native op that cannot express the call (padding,
 //! dilation, ceil_mode, a non-1x1 adaptive pool) is an error naming what is missing. Pooling
-//! takes an unbatched `(C, H, W)` input as torch does ([`unbatched`]).
+//! takes an unbatched `(C, H, W)` input as torch does (`unbatched`).
 
 use candle_core::{bail, Result, Tensor};
 use candle_port_ops::{grid_sample, GridMode, GridPadding, GridSample, Interpolate, Mode, Pool};
