@@ -2,7 +2,8 @@
 
 Every site needs one of the API names written in the file as a whole identifier: a call
 (`F.interpolate`), an import (`from torch.nn.functional import interpolate as up`), or a base
-class (`class U(nn.Upsample)`). So a file where no identifier is an API's name has no site, and its
+class (`class U(nn.Upsample)`), or a torch.nn class picked by name (`getattr(nn, mode)(...)`). So
+a file where no identifier is an API's name has no site, and its
 parse is skipped. The search finds API_NAME_FRAGMENTS by substring (fast), then reads the
 identifier around each occurrence: `Upsample2D`, `self.upsamplers` or `max_pool_size` alone do not
 send a file to the parser (65 of the 428 corpus files with a fragment have no API name), nor
@@ -46,6 +47,15 @@ def api_names(text: str):
             if name in API_SHORT_NAMES:
                 yield start, end, name
             at = text.find(fragment, end)
+    at = text.find("getattr(")
+    while at != -1:  # a torch.nn class picked by name: `getattr(nn, pooling_mode)(...)` (N-HiTS)
+        found = _GETATTR_NN.match(text, at + len("getattr("))
+        if found and (at == 0 or not (text[at - 1].isalnum() or text[at - 1] in "_.")):
+            yield at, found.end(), "getattr"
+        at = text.find("getattr(", at + 1)
+
+
+_GETATTR_NN = re.compile(r"\s*(?:torch\.)?nn\s*,")
 
 
 # Output size 1 on every axis, as CP109 reads it (`_is_global`): 1, or a tuple or list of 1s, one per axis.

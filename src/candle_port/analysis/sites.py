@@ -387,6 +387,37 @@ def _tensor_unfold(call: ast.Call, scope: Scope, resolver: Resolver) -> Site | N
     return site
 
 
+_LAYER_MODULES = ("torch.nn", "torch.nn.modules")
+
+
+def _getattr_sites(call: ast.Call, scope: Scope, resolver: Resolver, source: Source) -> list[Site]:
+    """`getattr(nn, pooling_mode)(k, k, ceil_mode=True)` (neuralforecast's N-HiTS): a torch.nn class
+    picked by name. A literal name is that class; a name known only at run time is a layer chosen
+    at run time, one site per layer class whose parameters take every keyword the call passes (at
+    least one keyword: without any, the call could build any layer)."""
+    getter = call.func
+    if not (isinstance(getter, ast.Call) and len(getter.args) == 2 and not getter.keywords
+            and "builtins.getattr" in resolver.qualified_names(getter.func, scope)):
+        return []
+    module_expr, name_expr = getter.args
+    if not set(_LAYER_MODULES) & resolver.qualified_names(module_expr, scope):
+        return []
+    name = evaluate(name_expr)
+    if name.known and len(name.candidates) == 1 and isinstance(name.single, str):
+        names = [name.single]
+        kind = "picked"
+    else:
+        keywords = {k.arg for k in call.keywords}
+        if not keywords or None in keywords:
+            return []
+        names = sorted(n.rsplit(".", 1)[1] for n, api in APIS_BY_QUALIFIED_NAME.items()
+                       if n.rsplit(".", 1)[0] == "torch.nn" and api.is_module and api.family in _CHOSEN_FAMILIES
+                       and keywords <= set(api.params) and len(call.args) <= len(api.params))
+        kind = "chosen"
+    candidates = [ast.copy_location(ast.Attribute(value=module_expr, attr=n, ctx=ast.Load()), getter) for n in names]
+    return _layer_sites(call, scope, resolver, candidates, scope, kind, code_of(getter, source).strip())
+
+
 # Layer families looked for in literal collections; resize modules are left to the truth-checked rules.
 _CHOSEN_FAMILIES = ("pool", "adaptive_pool", "conv_transpose", "volumetric", "conv1d")
 
@@ -400,6 +431,8 @@ def _chosen_sites(call: ast.Call, scope: Scope, resolver: Resolver, source: Sour
     func = call.func
     if isinstance(func, ast.Name):
         return _conditional_sites(call, scope, resolver, source)
+    if isinstance(func, ast.Call):
+        return _getattr_sites(call, scope, resolver, source)
     if not isinstance(func, ast.Subscript) or isinstance(func.slice, (ast.Slice, ast.Tuple)):
         return []
     found = _collection(func.value, scope, resolver)

@@ -119,6 +119,9 @@ class PoolStride(Rule):
         "kernel_size == stride without padding (pad the input yourself first if needed)"
     )
     VALID = (
+        # a class picked by name without a keyword could be any layer; another object's getattr is not torch's
+        "from torch import nn\ndef act(name):\n    return getattr(nn, name)()\n",
+        "def pool(lib, mode):\n    return getattr(lib, mode)(kernel_size=3, stride=1, ceil_mode=True)\n",
         # a conditional of layer classes, called: each pool it can be, with the call's arguments
         "from torch import nn\ndef down(same):\n    pool = nn.AvgPool2d if same else nn.Identity\n    return pool(2)\n",
         "from torch import nn\nm = nn.MaxPool2d(2)\n",
@@ -131,6 +134,9 @@ class PoolStride(Rule):
     )
     INVALID = (
         "from torch import nn\ndef down(same):\n    pool_fn = PoolSame if same else nn.AvgPool2d\n    return pool_fn(2, 1, ceil_mode=True)\n",
+        # a torch.nn class picked by name (neuralforecast's N-HiTS): each layer taking those keywords
+        "from torch import nn\ndef pool(mode, k):\n    return getattr(nn, mode)(kernel_size=k, stride=k, ceil_mode=True)\n",
+        "from torch import nn\nm = getattr(nn, 'MaxPool2d')(3, 2, 1)\n",
         "from torch import nn\nm = nn.MaxPool2d(kernel_size=3, stride=2, padding=1)\n",
         "from torch import nn\nm = nn.MaxPool2d(3, 2)\n",
         "import torch.nn.functional as F\ny = F.avg_pool2d(x, 2, 2, 1)\n",

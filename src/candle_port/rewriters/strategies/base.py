@@ -95,6 +95,12 @@ def common_refusal(site: Site) -> str | None:
         if isinstance(func, ast.Name) and rebound_layer_aliases(func.id, site.scope, site.resolver):
             return (f"the layer is chosen at run time (`{func.id}` is assigned more than one class); rewrite "
                     "the assignments by hand, " + CONVERT_HINT)
+        if isinstance(func, ast.Call) and site.kind == "picked":  # `getattr(nn, "MaxPool1d")(...)`
+            return f"the layer class is looked up by a literal name ({site.chosen_from}); write the class itself"
+        if isinstance(func, ast.Call):  # `getattr(nn, pooling_mode)(...)`
+            return (f"the layer class is picked by name at run time ({site.chosen_from}); look the name up in "
+                    "candle_port.runtime instead (`getattr(candle_runtime, name, None) or getattr(nn, name)`), "
+                    + CONVERT_HINT)
         conditional = isinstance(func, ast.Name)  # `pool_op = A if c else B; pool_op(...)`
         how, what = ("chosen by a conditional", "conditional") if conditional else ("indexed out of a collection", "collection")
         return f"the layer is {how} ({site.chosen_from}); rewrite the {what} by hand, " + CONVERT_HINT
