@@ -200,9 +200,14 @@ ADAPTIVE_FUNCTIONS = {
 }
 
 
+def _no_candle_op(name: str, family: str, is_module: bool = False) -> Api:
+    """An op candle has no equivalent of (3-D convolution and pooling, torchvision's detection ops,
+    FFT, im2col): reported whatever its arguments, so no signature is needed."""
+    return Api(name, (), "", accepts_mode=False, is_module=is_module, family=family)
+
+
 def _volumetric(name: str, is_module: bool) -> Api:
-    """A 3-D convolution or pooling: reported whatever its arguments, so no signature is needed."""
-    return Api(name, (), "", accepts_mode=False, is_module=is_module, family="volumetric")
+    return _no_candle_op(name, "volumetric", is_module)
 
 
 VOLUMETRIC_CONV_MODULES = {
@@ -237,12 +242,6 @@ VOLUMETRIC_FUNCTIONS = {
     )
 }
 
-def _torchvision_op(name: str, is_module: bool) -> Api:
-    """A torchvision.ops detection op (RoI pooling, deformable convolution): no candle op, reported
-    whatever its arguments, so no signature is needed."""
-    return Api(name, (), "", accepts_mode=False, is_module=is_module, family="torchvision_ops")
-
-
 # torchvision.ops' custom ops (`torchvision::roi_align`, ...), by the submodule that defines each
 # (../shared/candle-ops.md, section 5: Faster/Mask R-CNN heads, deformable convolution).
 TORCHVISION_OPS = {
@@ -253,11 +252,6 @@ TORCHVISION_OPS = {
     "poolers": ("MultiScaleRoIAlign",),
     "deform_conv": ("deform_conv2d", "DeformConv2d"),
 }
-
-def _no_candle_op(name: str, family: str, is_module: bool = False) -> Api:
-    """An op candle has no equivalent of, reported whatever its arguments (no signature needed)."""
-    return Api(name, (), "", accepts_mode=False, is_module=is_module, family=family)
-
 
 # torch.fft and the short-time Fourier transform: candle 0.11.0 has no FFT (CP113).
 SPECTRAL_FUNCTIONS = {
@@ -313,7 +307,7 @@ APIS_BY_QUALIFIED_NAME.update(SPECTRAL_FUNCTIONS)
 APIS_BY_QUALIFIED_NAME.update(IM2COL)
 for _submodule, _names in TORCHVISION_OPS.items():
     for _name in _names:
-        _api = _torchvision_op(_name, is_module=_name[0].isupper())
+        _api = _no_candle_op(_name, "torchvision_ops", is_module=_name[0].isupper())
         APIS_BY_QUALIFIED_NAME[f"torchvision.ops.{_name}"] = _api
         APIS_BY_QUALIFIED_NAME[f"torchvision.ops.{_submodule}.{_name}"] = _api
 
