@@ -13,7 +13,7 @@ import re
 from dataclasses import asdict, dataclass, field
 from typing import Any, Iterable
 
-from .conditions import CONDITIONS, TensorInfo
+from .conditions import CONDITIONS, TensorInfo, conv1d_wrong_on_path
 from .optable import BACKWARD, CONDITIONAL, FORWARD_ONLY, NO_OP, NOT_IN_TABLE, OpEntry, lookup
 
 LACKS_BACKWARD = (FORWARD_ONLY, NO_OP, NOT_IN_TABLE)
@@ -202,27 +202,17 @@ def classify_node(node: Any, on_grad_path: bool) -> OpRecord | None:
     return record
 
 
-_BOTH = "weight and input gradients are"
-
-
 def _conv1d_operands_in_context(node: Any, record: OpRecord, marked: set[str]) -> None:
-    """A conv1d's wrong candle gradients (conditions.convolution) are the weight's, and where it is
-    unpadded the input's: keep only those of operands on a gradient path. A frozen feature
-    extractor's conv (Wav2Vec2) has no weight gradient to get wrong, a first layer on the raw input
-    no input gradient."""
+    """A conv1d's wrong candle gradients are the weight's, and where it is unpadded the input's:
+    keep only those of operands on a gradient path (conditions.conv1d_wrong_on_path). A frozen
+    feature extractor's conv (Wav2Vec2) has no weight gradient to get wrong, a first layer on the
+    raw input no input gradient."""
     weight_on = len(node.args) > 1 and getattr(node.args[1], "name", None) in marked
     input_on = bool(node.args) and getattr(node.args[0], "name", None) in marked
-    both = _BOTH in record.wrong
-    if weight_on and (input_on or not both):
-        return
-    if weight_on:
-        text = record.wrong.replace(_BOTH, "weight gradient is")
-    elif both and input_on:
-        text = record.wrong.replace(_BOTH, "input gradient is")
-    else:
-        text = ""
-    record.wrong = text
-    record.warning = text or record.warning
+    text = conv1d_wrong_on_path(record.wrong, weight_on, input_on)
+    if text is not None and text != record.wrong:
+        record.wrong = text
+        record.warning = text or record.warning
 
 
 def _grad_users(node: Any, marked: set[str]) -> list[Any]:
@@ -355,7 +345,7 @@ def classify_graph(graph: Any, grad_sources: Iterable[str], tracer: str, fallbac
             continue
         if record.on_grad_path and record.ok and not record.wrong:
             record.wrong = wrong_in_context(node, record, marked)
-        elif record.wrong and "output channels per group" in record.wrong:
+        elif record.wrong:
             _conv1d_operands_in_context(node, record, marked)
         report.ops.append(record)
     return report

@@ -82,11 +82,11 @@ def convolution(args: dict[str, Any], out: TensorInfo | None, transposed: bool |
             # its conv1d reads wrong once that is not contiguous; and it computes the input gradient
             # with conv_transpose1d, whose CPU col2im path (no padding, dilation 1, no output
             # padding) is wrong for batch > 1
-            which = "weight gradient is"
+            which = _CONV1D_WEIGHT
             if padding is not None and padding[0] == 0 and dilation[0] == 1 and (
                     inp[-1] - (weight[-1] - 1) - 1) % stride[0] == 0:
-                which = "weight and input gradients are"
-            return Outcome(True, warning=f"conv1d with batch {inp[0]} and {per_group} output channels per group: "
+                which = _CONV1D_BOTH
+            return Outcome(True, warning=f"conv1d with batch {inp[0]} and {per_group} {_CONV1D_MARK}: "
                            f"candle 0.11.0's {which} wrong (measured against finite differences: "
                            "crates/candle-port-run/src/measure.rs)", wrong=True)
         return Outcome(True)
@@ -103,6 +103,27 @@ def convolution(args: dict[str, Any], out: TensorInfo | None, transposed: bool |
                 f"(input {inp[-2]}x{inp[-1]}): candle's conv2d backward fails with a shape mismatch",
             )
     return Outcome(True)
+
+
+# The wording of conv1d's wrong-gradient warning above, which conv1d_wrong_on_path re-scopes.
+_CONV1D_MARK = "output channels per group"
+_CONV1D_BOTH, _CONV1D_WEIGHT, _CONV1D_INPUT = "weight and input gradients are", "weight gradient is", "input gradient is"
+
+
+def conv1d_wrong_on_path(warning: str, weight_on: bool, input_on: bool) -> str | None:
+    """A conv1d's wrong-gradient warning (from `convolution`) kept to the operands on a gradient
+    path: the weight's fault, and the input's where unpadded ("" when neither is on a path: a frozen
+    weight on the raw input). None for any other warning."""
+    if _CONV1D_MARK not in warning:
+        return None
+    both = _CONV1D_BOTH in warning
+    if weight_on and (input_on or not both):
+        return warning
+    if weight_on:
+        return warning.replace(_CONV1D_BOTH, _CONV1D_WEIGHT)
+    if both and input_on:
+        return warning.replace(_CONV1D_BOTH, _CONV1D_INPUT)
+    return ""
 
 
 def conv1d(args, out):

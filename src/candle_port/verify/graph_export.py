@@ -210,11 +210,11 @@ def trace_for_candle(model: Any, inputs: Sequence[Any]):
     # functionalize: in-place ops (relu_, x += y, BatchNorm's running-stat updates) become their
     # pure forms, so every node is a value and a later read never sees a mutation candle lacks.
     # Fused attention has no single candle op: decompose it into matmul/softmax like torch's own
-    # math path does.
+    # math path does. Circular padding is traced as cat of slices (_circular_pad_as_cat).
     from torch._decomp import get_decompositions
 
     table = get_decompositions([torch.ops.aten._scaled_dot_product_flash_attention_for_cpu])
-    with _gradients_off_spy() as spy, _kept_tensors(model), _old_style_functions_inlined():
+    with _gradients_off_spy() as spy, _circular_pads_as_cat(), _kept_tensors(model), _old_style_functions_inlined():
         gm = make_fx(functionalize(forward, remove="mutations"), decomposition_table=table,
                      record_stack_traces=True)(params, buffers, *inputs)
     gm.meta["gradients_off"] = spy.where
@@ -311,13 +311,24 @@ def _gradients_off_spy():
                 where = frame.where() if frame else "?"
                 if where not in self.where:
                     self.where.append(where)
+            return func(*args, **(kwargs or {}))
+
+    return GradientsOffSpy()
+
+
+def _circular_pads_as_cat():
+    """A TorchFunctionMode that traces `F.pad(mode="circular")` as `_circular_pad_as_cat`."""
+    from torch.overrides import TorchFunctionMode
+
+    class CircularPadsAsCat(TorchFunctionMode):
+        def __torch_function__(self, func, types, args=(), kwargs=None):
             if getattr(func, "__name__", "") == "pad":
                 padded = _circular_pad_as_cat(*args, **(kwargs or {}))
                 if padded is not None:
                     return padded
             return func(*args, **(kwargs or {}))
 
-    return GradientsOffSpy()
+    return CircularPadsAsCat()
 
 
 def _circular_pad_as_cat(x: Any, pad: Sequence[int], mode: str = "constant", value: Any = None) -> Any:
@@ -402,6 +413,11 @@ _NOT_FOLDABLE = ("rand", "bernoulli", "normal", "uniform", "dropout", "empty", "
 _SHAPE_ONLY = frozenset({"new_zeros", "new_ones", "new_full", "zeros_like", "ones_like", "full_like"})
 
 
+def shape_only(node: Any) -> bool:
+    """Whether a graph node's value depends on its tensor arguments' shape and dtype only."""
+    return str(node.target).removeprefix("aten.").split(".")[0] in _SHAPE_ONLY
+
+
 def _stand_in(node: Any) -> Any:
     """A tensor with the shape and dtype the trace recorded for ``node`` (its values unread)."""
     import torch
@@ -433,7 +449,7 @@ def fold_constants(gm: Any, constants: dict, fixed: dict | None = None) -> set[s
         if schema is not None and schema.is_mutable:
             continue
         known = dict(values)
-        if str(n.target).removeprefix("aten.").split(".")[0] in _SHAPE_ONLY:  # the input gives a shape and dtype, not values
+        if shape_only(n):  # the input gives a shape and dtype, not values
             known.update({inp.name: _stand_in(inp) for inp in n.all_input_nodes if inp.name not in values})
         if not all(inp.name in known for inp in n.all_input_nodes):
             continue

@@ -398,12 +398,11 @@ def _traced_float_dtypes(model: Any, inputs: list) -> set:
         val = node.meta.get("val")
         return isinstance(val, torch.Tensor) and val.is_floating_point()
 
-    from .graph_export import _SHAPE_ONLY
+    from .graph_export import shape_only
 
     depends: set = set()
-    for node in gm.graph.nodes:
-        shape_only = str(node.target).removeprefix("aten.").split(".")[0] in _SHAPE_ONLY  # zeros_like(x)
-        if node.op == "placeholder" or (not shape_only and any(inp in depends for inp in node.all_input_nodes)):
+    for node in gm.graph.nodes:  # zeros_like(x) takes x's shape, not its value
+        if node.op == "placeholder" or (not shape_only(node) and any(inp in depends for inp in node.all_input_nodes)):
             depends.add(node)
     output = next(n for n in gm.graph.nodes if n.op == "output")
     pending = [n for n in tree_leaves(output.args[0]) if isinstance(n, torch.fx.Node) and floating(n)]
