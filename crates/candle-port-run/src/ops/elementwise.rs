@@ -24,22 +24,10 @@ pub fn run(name: &str, op: &str, args: &Args) -> Option<Result<Value>> {
             }
         })(),
         "add" | "add_" | "sub" | "mul" | "div" | "rsub" => binary(name, args),
-        "floor_divide" => (|| {
-            let (x, y) = operands(args, "self", "other")?;
-            floor_divide(&x, &y)
-        })(),
-        "remainder" => (|| {
-            let (x, y) = operands(args, "self", "other")?;
-            remainder(&x, &y)
-        })(),
-        "fmod" => (|| {
-            let (x, y) = operands(args, "self", "other")?;
-            fmod(&x, &y)
-        })(),
-        "xlogy" => (|| {
-            let (x, y) = operands(args, "self", "other")?;
-            xlogy(&x, &y)
-        })(),
+        "floor_divide" => on_operands(args, floor_divide),
+        "remainder" => on_operands(args, remainder),
+        "fmod" => on_operands(args, fmod),
+        "xlogy" => on_operands(args, xlogy),
         "addcmul" => addcmul(args),
         "addcdiv" => addcdiv(args),
         "lerp" => lerp(args),
@@ -276,6 +264,12 @@ pub fn logaddexp(a: &Tensor, b: &Tensor) -> Result<Tensor> {
         .exp()?
         .add(&b.broadcast_sub(&m)?.exp()?)?;
     m.add(&sum.log()?)
+}
+
+/// `op` of the node's `self` and `other` operands (see [`operands`]).
+fn on_operands(a: &Args, op: fn(&Tensor, &Tensor) -> Result<Tensor>) -> Result<Tensor> {
+    let (x, y) = operands(a, "self", "other")?;
+    op(&x, &y)
 }
 
 /// The two operands of a binary op, either of them a number (`remainder.Scalar_Tensor`,
