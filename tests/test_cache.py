@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from candle_port.cache import ResultCache
+from candle_port.pipeline.cache import ResultCache
 from candle_port.config import Config
-from candle_port.engine import check_paths
+from candle_port.pipeline.engine import check_paths
 
 BILINEAR = "import torch.nn.functional as F\ny = F.interpolate(x, scale_factor=2, mode='bilinear')\n"
 
@@ -21,7 +21,7 @@ def test_warm_run_reads_the_cache_and_changes_are_rechecked(tmp_path, monkeypatc
     assert len(entries) == 1
 
     # A warm run answers from the cache: prove it by making the checker unusable.
-    import candle_port.checker as checker
+    import candle_port.pipeline.checker as checker
 
     monkeypatch.setattr(checker, "check_text", lambda *a, **k: (_ for _ in ()).throw(AssertionError("parsed")))
     assert _codes(check_paths([str(tmp_path / "m.py")], Config(), cache_dir=str(cache))) == [("m.py", "CP101")]
@@ -43,7 +43,7 @@ def test_key_depends_on_content_path_version_and_config():
     assert a.key("m.py", b"x") != a.key("m.py", b"y")
     assert a.key("m.py", b"x") != a.key("n.py", b"x")
     assert a.key("m.py", b"x") != b.key("m.py", b"x")
-    import candle_port.cache as cache_module
+    import candle_port.pipeline.cache as cache_module
 
     original = cache_module.__version__
     try:
@@ -76,7 +76,7 @@ def test_concurrent_runs_share_the_cache(tmp_path):
 
 def test_key_depends_on_the_checker_source(monkeypatch):
     """An editable install updated in place keeps its version; changed rules must not hit old entries."""
-    import candle_port.cache as cache_module
+    import candle_port.pipeline.cache as cache_module
 
     before = ResultCache("c", Config().fingerprint()).key("m.py", b"x")
     assert ResultCache("c", Config().fingerprint()).key("m.py", b"x") == before
@@ -85,15 +85,16 @@ def test_key_depends_on_the_checker_source(monkeypatch):
 
 
 def test_checker_fingerprint_covers_the_rules_but_not_the_runtime(tmp_path, monkeypatch):
-    import candle_port.cache as cache_module
+    import candle_port.pipeline.cache as cache_module
 
     package = tmp_path / "candle_port"
     (package / "rules").mkdir(parents=True)
     (package / "runtime").mkdir()
-    (package / "cache.py").write_text("")
+    (package / "pipeline").mkdir()
+    (package / "pipeline" / "cache.py").write_text("")
     (package / "rules" / "cp1.py").write_text("a")
     (package / "runtime" / "op.py").write_text("a")
-    monkeypatch.setattr(cache_module, "__file__", str(package / "cache.py"))
+    monkeypatch.setattr(cache_module, "__file__", str(package / "pipeline" / "cache.py"))
     first = cache_module.checker_fingerprint()
     (package / "runtime" / "op.py").write_text("changed")
     assert cache_module.checker_fingerprint() == first

@@ -7,7 +7,7 @@ import json
 import pytest
 
 from candle_port.config import Config
-from candle_port.engine import check_paths
+from candle_port.pipeline.engine import check_paths
 
 BILINEAR = "import torch.nn.functional as F\ny = F.interpolate(x, scale_factor=2, mode='bilinear')\n"
 

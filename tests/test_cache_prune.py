@@ -6,10 +6,10 @@ from __future__ import annotations
 import os
 import time
 
-from candle_port import cache as cache_module
-from candle_port.cache import DAY_SECONDS, PRUNE_MARKER, UNUSED_DAYS, prune
+from candle_port.pipeline import cache as cache_module
+from candle_port.pipeline.cache import DAY_SECONDS, PRUNE_MARKER, UNUSED_DAYS, prune
 from candle_port.config import Config
-from candle_port.engine import check_paths
+from candle_port.pipeline.engine import check_paths
 
 BILINEAR = "import torch.nn.functional as F\ny = F.interpolate(x, scale_factor=2, mode='bilinear')\n"
 

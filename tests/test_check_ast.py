@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from candle_port.checker import check_text
+from candle_port.pipeline.checker import check_text
 from candle_port.config import Config
-from candle_port.engine import check_file, check_paths
+from candle_port.pipeline.engine import check_file, check_paths
 
 HEADER = "import torch.nn.functional as F\n"
 SITE = "y = F.interpolate(x, scale_factor=2, mode='bilinear')\n"
@@ -41,7 +41,7 @@ def test_port_check_never_builds_a_libcst_tree(tmp_path: Path):
     (tmp_path / "m.py").write_text(HEADER + SITE)
     code = (
         "import sys\n"
-        "from candle_port.engine import check_paths\n"
+        "from candle_port.pipeline.engine import check_paths\n"
         f"report = check_paths([{str(tmp_path)!r}], jobs=1)\n"
         "assert [f.code for f in report.findings] == ['CP101'], report.findings\n"
         "assert 'libcst' not in sys.modules, 'port-check imported libcst'\n"

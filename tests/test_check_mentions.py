@@ -9,7 +9,7 @@ import pytest
 
 from candle_port.analysis.mentions import WrapperCallFilter, call_words, imported_words
 from candle_port.config import Config
-from candle_port.engine import check_paths
+from candle_port.pipeline.engine import check_paths
 
 WRAPPER = (
     "import torch.nn.functional as F\n"
@@ -70,7 +70,7 @@ def test_call_words_hold_every_name_a_file_can_call_a_wrapper_by():
 def test_a_skipped_file_is_read_again_only_when_it_names_a_new_wrapper(tmp_path: Path, monkeypatch):
     """Files that name no wrapper are not read by the later passes (2,007-file corpus: 1,660 files
     read again before, 367 now), and a file that calls one is still found."""
-    import candle_port.engine as engine
+    import candle_port.pipeline.engine as engine
 
     root = _tree(tmp_path, {
         "pkg/__init__.py": "",
@@ -260,9 +260,9 @@ def test_the_prefilter_wants_a_whole_api_name(text: str, holds: bool):
     from io import StringIO
 
     from candle_port.analysis.apis import API_SHORT_NAMES
-    from candle_port.prefilter import may_hold_sites
+    from candle_port.pipeline.prefilter import may_hold_sites
 
-    from candle_port.checker import check_text
+    from candle_port.pipeline.checker import check_text
 
     assert may_hold_sites(text) is holds
     if not holds:  # a skipped text parses and has no finding; it names no API but a global pool

@@ -8,12 +8,12 @@ from pathlib import Path
 
 import pytest
 
-import candle_port.checker as checker
+import candle_port.pipeline.checker as checker
 from candle_port.analysis.outline import Outline
 from candle_port.analysis.relevance import Relevance
-from candle_port.checker import check_text
+from candle_port.pipeline.checker import check_text
 from candle_port.config import Config
-from candle_port.engine import check_paths
+from candle_port.pipeline.engine import check_paths
 
 
 def _left_out_names(text: str) -> list[str]:

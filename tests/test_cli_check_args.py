@@ -55,7 +55,7 @@ def test_port_check_on_clean_files_starts_no_worker_and_no_analysis(tmp_path: Pa
     needs (ctypes for its parent-death signal, pickle for its results), nor json without a cache."""
     (tmp_path / "clean.py").write_text("import os\nprint(os.sep)\n")
     (tmp_path / "notes.py").write_text("# F.interpolate(x, mode='bilinear') in a comment only\n")
-    analysis = ("candle_port.forked", "candle_port.analysis.sites", "candle_port.checker", "ctypes", "pickle", "json")
+    analysis = ("candle_port.pipeline.forked", "candle_port.analysis.sites", "candle_port.pipeline.checker", "ctypes", "pickle", "json")
     loaded, done = modules_loaded_by("port_check_entry", ["port-check", "--no-cache", str(tmp_path)], analysis, exit_code=0)
     assert loaded == [] and "Checked 2 files" in done.stderr
 

@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from candle_port.checker import check_text
+from candle_port.pipeline.checker import check_text
 from candle_port.config import Config
-from candle_port.engine import check_paths
-from candle_port.prefilter import may_hold_sites
+from candle_port.pipeline.engine import check_paths
+from candle_port.pipeline.prefilter import may_hold_sites
 
 pytestmark = pytest.mark.corpus
 REJECTED_SAMPLE = 150
@@ -80,7 +80,7 @@ def test_prefilter_loses_no_finding(corpus_dir: Path, corpus_findings):
     files = sorted(corpus_dir.rglob("*.py"))
     rejected = [p for p in files if not may_hold_sites(p.read_text(encoding="utf-8", errors="replace"))]
     assert len(rejected) > len(files) // 2
-    from candle_port.checker import check_module, parse
+    from candle_port.pipeline.checker import check_module, parse
 
     for path in random.Random(0).sample(rejected, min(REJECTED_SAMPLE, len(rejected))):
         text = path.read_text(encoding="utf-8")
@@ -91,7 +91,7 @@ def test_prefilter_loses_no_finding(corpus_dir: Path, corpus_findings):
 def test_left_out_bodies_lose_no_finding(corpus_dir: Path, monkeypatch: pytest.MonkeyPatch):
     """port-check parses only the bodies a site may need (analysis/relevance.py): on the whole
     corpus it reports exactly what parsing every body whole reports, and finds the same wrappers."""
-    import candle_port.checker as checker
+    import candle_port.pipeline.checker as checker
 
     partial = check_paths([str(corpus_dir)], Config(), cache_dir=None)
     monkeypatch.setattr(checker, "_scan_needed_bodies", lambda *args: None)

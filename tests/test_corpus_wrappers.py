@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from candle_port.config import Config
-from candle_port.engine import check_paths
+from candle_port.pipeline.engine import check_paths
 
 from tests.conftest import shared_dir
 

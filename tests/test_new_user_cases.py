@@ -112,7 +112,7 @@ def test_findings_with_an_automatic_fix_carry_no_hint():
 def test_a_wrapper_call_carries_no_hand_rewrite_hint(tmp_path):
     """port-fix rewrites the wrapper, so its callers are told neither a fix nor a hand rewrite."""
     from candle_port.config import Config
-    from candle_port.engine import check_paths
+    from candle_port.pipeline.engine import check_paths
 
     (tmp_path / "m.py").write_text(F + "def warp(x, g, mode='bilinear'):\n    return F.grid_sample(x, g, mode=mode)\n\ny = warp(x, g, mode='nearest')\n")
     findings = check_paths([str(tmp_path)], Config()).findings

@@ -8,7 +8,7 @@ import pytest
 
 from candle_port.analysis.apis import Api
 from candle_port.config import Config
-from candle_port.findings import FileError, FileResult, Finding, Severity
+from candle_port.pipeline.findings import FileError, FileResult, Finding, Severity
 from candle_port.rewriters.writeback import NotWritten
 
 

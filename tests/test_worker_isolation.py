@@ -6,8 +6,8 @@ import os
 import signal
 
 from candle_port.config import Config
-from candle_port.engine import check_paths
-from candle_port.parallel import Interrupted, map_files
+from candle_port.pipeline.engine import check_paths
+from candle_port.pipeline.parallel import Interrupted, map_files
 
 BILINEAR = "import torch.nn.functional as F\ny = F.interpolate(x, scale_factor=2, mode='bilinear')\n"
 
@@ -107,7 +107,7 @@ def test_code_that_crashes_libcst_is_checked_in_a_one_process_check(tmp_path):
 def test_a_small_check_starts_no_worker(tmp_path, monkeypatch):
     """A tree whose files to parse are small is checked in the main process (a worker costs more
     CPU than it saves there), on any -j; large parse work goes to every core."""
-    from candle_port import engine, parallel
+    from candle_port.pipeline import engine, parallel
 
     for name in ("a.py", "b.py", "c.py"):
         (tmp_path / name).write_text(BILINEAR)
@@ -134,7 +134,7 @@ def test_a_small_check_starts_no_worker(tmp_path, monkeypatch):
 def test_a_file_past_its_cpu_budget_in_the_main_process_costs_only_that_file(tmp_path, monkeypatch):
     """In the main process no worker's CPU limit stops a file that never ends: an interval timer
     does, and the file becomes its own error, as a stopped worker's file would."""
-    from candle_port import checker, engine
+    from candle_port.pipeline import checker, engine
 
     (tmp_path / "a_good.py").write_text(BILINEAR)
     (tmp_path / "b_endless.py").write_text(BILINEAR + "# endless\n")
@@ -159,7 +159,7 @@ def test_screening_a_small_tree_in_the_main_process_changes_no_result(tmp_path, 
     """A one-worker run reads its files in the main process first and sends only those that need
     the parser to a worker (engine._first_pass); every result, error and wrapper call is what a
     run that reads every file in its worker gives."""
-    from candle_port import engine
+    from candle_port.pipeline import engine
 
     (tmp_path / "__init__.py").write_text("")
     (tmp_path / "clean.py").write_text("import os\n")

@@ -13,9 +13,9 @@ _LAZY = {
     "check_paths": "candle_port.api",
     "fix_source": "candle_port.api",
     "fix_paths": "candle_port.api",
-    "Finding": "candle_port.findings",
-    "Severity": "candle_port.findings",
-    "FileError": "candle_port.findings",
+    "Finding": "candle_port.pipeline.findings",
+    "Severity": "candle_port.pipeline.findings",
+    "FileError": "candle_port.pipeline.findings",
 }
 
 __all__ = ["__version__", *_LAZY]

@@ -8,8 +8,8 @@
 from __future__ import annotations
 
 from candle_port.config import Config
-from candle_port.engine import CheckReport, check_paths
-from candle_port.findings import Finding
+from candle_port.pipeline.engine import CheckReport, check_paths
+from candle_port.pipeline.findings import Finding
 
 __all__ = ["check_source", "check_paths", "fix_source", "fix_paths", "CheckReport"]
 
@@ -20,7 +20,7 @@ class SourceSyntaxError(ValueError):
 
 def check_source(source: str, path: str = "<string>", config: Config | None = None) -> list[Finding]:
     """Findings for one Python source text. Raises SourceSyntaxError if it does not parse."""
-    from candle_port.checker import check_text
+    from candle_port.pipeline.checker import check_text
 
     result = check_text(source, path, config)
     if result.error is not None:

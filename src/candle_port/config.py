@@ -12,9 +12,9 @@ import os
 import re
 from pathlib import Path, PurePath
 
-from candle_port.digests import hex_digest
-from candle_port.findings import Severity
-from candle_port.records import Record
+from candle_port.pipeline.digests import hex_digest
+from candle_port.pipeline.findings import Severity
+from candle_port.pipeline.records import Record
 
 DEFAULT_EXCLUDE = (
     ".git",

@@ -16,9 +16,9 @@ from pathlib import Path
 import pytest
 
 from candle_port.api import fix_source
-from candle_port.checker import check_text
+from candle_port.pipeline.checker import check_text
 from candle_port.rewriters.strategies import FIXED_CODES
-from candle_port.sources import decode_source
+from candle_port.pipeline.sources import decode_source
 
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "fix"
 REGENERATE = os.environ.get("CANDLE_PORT_REGENERATE") == "1"

@@ -12,7 +12,7 @@ from pathlib import Path
 from typer.testing import CliRunner
 
 import candle_port.rewriters.fixer as fixer
-from candle_port import parallel
+from candle_port.pipeline import parallel
 from candle_port.cli.entry import single_command_app
 from candle_port.cli.fix import fix_command
 from candle_port.rewriters import writeback

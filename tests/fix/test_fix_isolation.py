@@ -12,7 +12,7 @@ from typer.testing import CliRunner
 import candle_port.rewriters.fixer as fixer
 from candle_port.cli.entry import single_command_app
 from candle_port.cli.fix import fix_command
-from candle_port.engine import check_file
+from candle_port.pipeline.engine import check_file
 from candle_port.config import Config
 
 HEADER = "import torch.nn.functional as F\ny = F.interpolate(x, scale_factor=2, mode='bilinear')\n"

@@ -319,7 +319,7 @@ def test_unreadable_file_is_exit_3_and_others_fixed(tree: Path, monkeypatch):
 
     def read(path):
         if Path(path) == denied:  # chmod 000 does not stop root, so deny the read here
-            from candle_port.sources import SourceError
+            from candle_port.pipeline.sources import SourceError
 
             raise SourceError("Permission denied")
         return real_read(path)
@@ -412,9 +412,9 @@ def test_write_policy_default_allows_symlinks_anywhere(tmp_path: Path):
 
 
 def test_port_check_does_not_report_the_vendored_module(tree: Path):
-    from candle_port.engine import check_paths
+    from candle_port.pipeline.engine import check_paths
     from candle_port.config import Config
-    from candle_port.prefilter import VENDORED_RUNTIME_MARK
+    from candle_port.pipeline.prefilter import VENDORED_RUNTIME_MARK
     from candle_port.rewriters.vendor import HEADER
 
     assert HEADER.startswith(VENDORED_RUNTIME_MARK)

@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 from candle_port.api import fix_source
 from candle_port.rewriters.files import fix_files
 from candle_port.rewriters.writeback import TEMP_SUFFIX
-from candle_port.sources import decode_source
+from candle_port.pipeline.sources import decode_source
 
 HEADERS = ["import torch.nn.functional as F\n", "from torch.nn import functional as F\nfrom torch import nn\n"]
 LINES = [

@@ -59,7 +59,7 @@ def test_the_rewrite_cache_is_pruned_like_port_checks(tmp_path, monkeypatch):
     """An entry unused for 30 days goes at the next day's verify; one a verify reads is marked used."""
     import time
 
-    from candle_port.cache import DAY_SECONDS, PRUNE_MARKER, UNUSED_DAYS
+    from candle_port.pipeline.cache import DAY_SECONDS, PRUNE_MARKER, UNUSED_DAYS
 
     cache = tmp_path / "cache"
     monkeypatch.setenv("CANDLE_PORT_VERIFY_CACHE", str(cache))

@@ -7,7 +7,7 @@ but the 6th of `nn.MaxPool2d` is return_indices.
 
 from __future__ import annotations
 
-from candle_port.records import Record
+from candle_port.pipeline.records import Record
 
 
 class Api(Record):

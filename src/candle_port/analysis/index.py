@@ -24,8 +24,8 @@ import json
 from candle_port.analysis.apis import APIS_BY_QUALIFIED_NAME, Api
 from candle_port.analysis.names import ClassInfo, Collection, Import, Scope, Value, all_params, dotted_name
 from candle_port.analysis.values import literals_of
-from candle_port.digests import hex_digest
-from candle_port.records import MutableRecord, Record
+from candle_port.pipeline.digests import hex_digest
+from candle_port.pipeline.records import MutableRecord, Record
 
 _ENUM_BASES = {"enum.Enum", "enum.StrEnum", "enum.IntEnum", "enum.Flag", "enum.IntFlag"}
 _STR_ENUM_BASES = {"enum.StrEnum", "builtins.str"}

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import re
 
-from candle_port.records import Record
+from candle_port.pipeline.records import Record
 
 _HEAD = re.compile(r"[ \t]*(?:from[ \t]+[.\w]+[ \t]+)?\Z")  # what may precede `import` on its line
 _WORD = re.compile(r"[A-Za-z_]\w*")

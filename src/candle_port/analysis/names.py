@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import ast
 
-from candle_port.records import Record
+from candle_port.pipeline.records import Record
 
 _MAX_ALIAS_DEPTH = 8
 

@@ -25,7 +25,7 @@ import bisect
 import re
 
 from candle_port.analysis.values import Source
-from candle_port.prefilter import CodeOffsets
+from candle_port.pipeline.prefilter import CodeOffsets
 
 _STATEMENT_AT_COLUMN_0 = re.compile(r"^[^\s#]", re.M)
 _INDENTED_STATEMENT = re.compile(r"^([ \t]+)[^\s#]", re.M)

@@ -30,7 +30,7 @@ import re
 from candle_port.analysis.apis import API_SHORT_NAMES
 from candle_port.analysis.mentions import call_words, imported_words
 from candle_port.analysis.outline import Outline, Unit
-from candle_port.prefilter import api_names
+from candle_port.pipeline.prefilter import api_names
 
 _SELF_ATTRIBUTE = re.compile(r"self\s*\.\s*([A-Za-z_]\w*)")
 _BASES = re.compile(r"\bclass\s+\w+\s*\(([^)]*)\)")

@@ -6,7 +6,7 @@ import ast
 import re
 from itertools import accumulate
 
-from candle_port.records import Record
+from candle_port.pipeline.records import Record
 
 _LINE_END = re.compile(r"\r\n|\r|\n")
 

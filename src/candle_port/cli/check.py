@@ -5,15 +5,15 @@ from __future__ import annotations
 
 import argparse
 
-from candle_port.cache import DEFAULT_CACHE_DIR
+from candle_port.pipeline.cache import DEFAULT_CACHE_DIR
 from candle_port.cli import check_args
 from candle_port.cli.console import escape
 from candle_port.cli.exit_codes import ExitCode
 from candle_port.cli.progress import progress_factory
 from candle_port.cli.settings import effective_config, fail_usage, read_stdin_bytes, stderr_console, stdout_console
-from candle_port.findings import FileResult, Severity
+from candle_port.pipeline.findings import FileResult, Severity
 from candle_port.output import OutputFormat
-from candle_port.sources import SourceError, decode_source
+from candle_port.pipeline.sources import SourceError, decode_source
 
 
 def main(argv: list[str], prog: str = "port-check") -> None:
@@ -25,7 +25,7 @@ def run_check(options: argparse.Namespace) -> int:
     """Find every construct that candle cannot train (bilinear upsampling, grid_sample, ...)."""
     paths, output_format = options.paths or ["."], options.output_format
     settings = effective_config(options.config, paths, options.select, options.ignore)
-    from candle_port.engine import CheckReport, check_paths
+    from candle_port.pipeline.engine import CheckReport, check_paths
 
     report = CheckReport()
     if "-" in paths:
@@ -58,8 +58,8 @@ def run_check(options: argparse.Namespace) -> int:
 
 
 def _check_stdin(filename: str, settings) -> FileResult:
-    from candle_port.checker import check_text
-    from candle_port.findings import FileError
+    from candle_port.pipeline.checker import check_text
+    from candle_port.pipeline.findings import FileError
 
     try:
         source = decode_source(read_stdin_bytes())

@@ -60,7 +60,7 @@ class _Version(argparse.Action):
 
 
 def parser(prog: str) -> argparse.ArgumentParser:
-    from candle_port.cache import DEFAULT_CACHE_DIR
+    from candle_port.pipeline.cache import DEFAULT_CACHE_DIR
 
     p = argparse.ArgumentParser(
         prog=prog,

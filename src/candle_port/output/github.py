@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from candle_port.findings import FileError, Finding, Severity
+from candle_port.pipeline.findings import FileError, Finding, Severity
 
 
 def _escape_data(text: str) -> str:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from candle_port.findings import FileError, Finding
+from candle_port.pipeline.findings import FileError, Finding
 
 
 def render(findings: list[Finding], errors: list[FileError]) -> str:

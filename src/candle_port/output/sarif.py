@@ -6,7 +6,7 @@ import json
 from pathlib import PurePosixPath
 
 from candle_port import __version__
-from candle_port.findings import FileError, Finding, Severity
+from candle_port.pipeline.findings import FileError, Finding, Severity
 from candle_port.rules import all_rules
 
 SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"

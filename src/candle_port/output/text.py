@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections import Counter
 
 from candle_port.cli.console import escape
-from candle_port.findings import FileError, Finding, Severity
+from candle_port.pipeline.findings import FileError, Finding, Severity
 
 
 def print_findings(console, findings: list[Finding], show_fixes: bool = True) -> None:

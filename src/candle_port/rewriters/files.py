@@ -16,11 +16,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from candle_port.config import Config
-from candle_port.discovery import discover
-from candle_port.findings import FileError
-from candle_port.isolation import isolated
-from candle_port.parallel import Interrupted, call_in_worker, map_files, note, runs_in_parallel
-from candle_port.prefilter import is_vendored_runtime, may_hold_sites
+from candle_port.pipeline.discovery import discover
+from candle_port.pipeline.findings import FileError
+from candle_port.pipeline.isolation import isolated
+from candle_port.pipeline.parallel import Interrupted, call_in_worker, map_files, note, runs_in_parallel
+from candle_port.pipeline.prefilter import is_vendored_runtime, may_hold_sites
 from candle_port.rewriters.eligibility import NEAREST, STRATEGIES
 from candle_port.rewriters.results import FixError, FixResult
 from candle_port.rewriters.writeback import (
@@ -32,7 +32,7 @@ from candle_port.rewriters.writeback import (
     take_snapshot,
     write_back,
 )
-from candle_port.sources import SourceError, decode_source, load_source_in_main_process, read_regular_file
+from candle_port.pipeline.sources import SourceError, decode_source, load_source_in_main_process, read_regular_file
 
 @dataclass
 class FixReport:

@@ -20,10 +20,10 @@ import libcst as cst
 
 from candle_port.analysis.names import ClassInfo
 from candle_port.analysis.sites import Site, reference_call, scan_module
-from candle_port.checker import findings_for_scan, harmless_without_gradients, parse, parse_cst, site_position
+from candle_port.pipeline.checker import findings_for_scan, harmless_without_gradients, parse, parse_cst, site_position
 from candle_port.config import Config
-from candle_port.findings import FileError
-from candle_port.prefilter import may_hold_sites
+from candle_port.pipeline.findings import FileError
+from candle_port.pipeline.prefilter import may_hold_sites
 from candle_port.rewriters import imports, strategies
 from candle_port.rewriters.results import Fixed, FixError, FixResult, Refused, Skipped, Unfixable
 from candle_port.rewriters.splice import splice
@@ -364,7 +364,7 @@ def _verify(new_text: str, path: str, config: Config, strategy: str, result: Fix
     tree = parse(new_text, path)
     if isinstance(tree, FileError):
         return f"the rewrite does not parse ({tree.reason})"
-    from candle_port.checker import check_module
+    from candle_port.pipeline.checker import check_module
 
     fixed_codes = set(strategies.get(strategy).fixed_codes)
     remaining = {

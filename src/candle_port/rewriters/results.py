@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from candle_port.findings import FileError
+from candle_port.pipeline.findings import FileError
 
 
 @dataclass(frozen=True)

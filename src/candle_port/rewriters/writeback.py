@@ -34,8 +34,8 @@ try:
 except ImportError:  # Windows: no advisory lock; the identity and hash checks still apply
     fcntl = None
 
-from candle_port.findings import FileError
-from candle_port.sources import SourceError, read_regular_file
+from candle_port.pipeline.findings import FileError
+from candle_port.pipeline.sources import SourceError, read_regular_file
 
 TEMP_SUFFIX = ".port-fix.tmp"
 

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from candle_port.analysis.sites import Site
-from candle_port.findings import Severity
-from candle_port.records import Record
+from candle_port.pipeline.findings import Severity
+from candle_port.pipeline.records import Record
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (2 ms of port-check's start)
 if TYPE_CHECKING:

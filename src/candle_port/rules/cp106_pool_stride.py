@@ -6,7 +6,7 @@ import ast
 
 from candle_port.analysis.sites import Site
 from candle_port.analysis.values import Value, evaluate
-from candle_port.findings import Severity
+from candle_port.pipeline.findings import Severity
 from candle_port.rewriters.eligibility import applicable
 from candle_port.rules.base import Hit, Rule, describe_call
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from candle_port.analysis.sites import Site
-from candle_port.findings import Severity
+from candle_port.pipeline.findings import Severity
 from candle_port.rewriters.eligibility import applicable
 from candle_port.rules.base import Hit, Rule, describe_call
 from candle_port.rules.cp106_pool_stride import dims_of, literal

@@ -62,11 +62,11 @@ def cache_directory() -> Path | None:
 
 class RewriteCache:
     """port-fix's result per file text, as small JSON entries written atomically (a bad entry is a
-    miss), laid out and pruned as port-check's results cache (candle_port.cache.prune)."""
+    miss), laid out and pruned as port-check's results cache (candle_port.pipeline.cache.prune)."""
 
     def __init__(self, directory: Path, strategy: str):
         from candle_port import __version__
-        from candle_port.cache import checker_fingerprint
+        from candle_port.pipeline.cache import checker_fingerprint
 
         self.directory = directory
         self._salt = f"{__version__}\0{checker_fingerprint()}\0{strategy}\0".encode()
@@ -76,7 +76,7 @@ class RewriteCache:
         return self.directory / key[:2] / f"{key}.json"
 
     def get(self, text: str) -> tuple | None:
-        from candle_port.cache import read_entry
+        from candle_port.pipeline.cache import read_entry
 
         try:
             raw = read_entry(self._entry(text))
@@ -154,7 +154,7 @@ def make_rewritten_copy(
     source: SourceRoot, dest: Path, strategy: str, rewrite: RewriteFn | None = None
 ) -> RewriteSummary:
     """Mirror ``source`` into ``dest`` and rewrite the files that may hold a site (see _mirror)."""
-    from candle_port.prefilter import may_hold_sites
+    from candle_port.pipeline.prefilter import may_hold_sites
 
     started = time.monotonic()
     cache = None
@@ -211,7 +211,7 @@ def make_rewritten_copy(
     else:
         _mirror(source.path, target, written)
     if cache is not None:
-        from candle_port.cache import prune
+        from candle_port.pipeline.cache import prune
 
         prune(cache.directory)  # once a day: entries unused for 30 days go, as port-check's
     summary.seconds = round(time.monotonic() - started, 2)

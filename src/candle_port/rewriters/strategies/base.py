@@ -13,7 +13,7 @@ import math
 
 from candle_port.analysis.class_values import rebound_layer_aliases
 from candle_port.analysis.sites import Site
-from candle_port.records import Record
+from candle_port.pipeline.records import Record
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (2 ms of port-check's start)
 if TYPE_CHECKING:  # libcst only where a file is rewritten: port-check imports these refusals

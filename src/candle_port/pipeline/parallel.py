@@ -445,7 +445,7 @@ def map_files(
 
 def _map_forked(work, files: Sequence[str], args: tuple, chunks: list, first: list[int], workers: int, progress, on_crash) -> list:
     """map_files without a journal: workers forked directly (forked.py), no process pool."""
-    from candle_port.forked import run_forked
+    from candle_port.pipeline.forked import run_forked
 
     results: dict[int, object] = {}
 

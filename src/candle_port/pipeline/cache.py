@@ -17,8 +17,8 @@ import time
 from pathlib import Path
 
 from candle_port import __version__
-from candle_port.digests import hex_digest, new_digest
-from candle_port.findings import FileError, FileResult, Finding, Severity
+from candle_port.pipeline.digests import hex_digest, new_digest
+from candle_port.pipeline.findings import FileError, FileResult, Finding, Severity
 
 DEFAULT_CACHE_DIR = ".candle_port_cache"
 
@@ -32,7 +32,7 @@ def _json():
 
 def checker_fingerprint() -> str:
     """Size and mtime of every source file of the checker (not runtime/ or verify/: torch-side)."""
-    root = Path(__file__).resolve().parent
+    root = Path(__file__).resolve().parent.parent  # the candle_port package
     parts = []
     for path in sorted(root.rglob("*.py")):
         relative = path.relative_to(root).as_posix()

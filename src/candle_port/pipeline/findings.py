@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import enum
 
-from candle_port.records import MutableRecord, Record
+from candle_port.pipeline.records import MutableRecord, Record
 
 
 class Severity(str, enum.Enum):

@@ -6,7 +6,7 @@ import os
 from pathlib import Path
 
 from candle_port.config import Config
-from candle_port.findings import FileError
+from candle_port.pipeline.findings import FileError
 
 
 class Discovery:

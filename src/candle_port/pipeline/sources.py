@@ -11,7 +11,7 @@ import os
 import stat
 from pathlib import Path
 
-from candle_port.records import Record
+from candle_port.pipeline.records import Record
 
 
 class SourceError(Exception):

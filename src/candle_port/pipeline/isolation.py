@@ -12,7 +12,7 @@ from __future__ import annotations
 import _thread
 import sys
 
-from candle_port.findings import FileError
+from candle_port.pipeline.findings import FileError
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (2 ms of port-check's start)
 if TYPE_CHECKING:

@@ -9,10 +9,10 @@ from candle_port.analysis.outline import Outline
 from candle_port.analysis.relevance import Relevance, more_names, recheck_names
 from candle_port.analysis.sites import Scan, Site, scan_module
 from candle_port.config import Config
-from candle_port.findings import FileError, FileResult, Finding, Severity
-from candle_port.prefilter import may_hold_sites
+from candle_port.pipeline.findings import FileError, FileResult, Finding, Severity
+from candle_port.pipeline.prefilter import may_hold_sites
 from candle_port.rules import all_rules
-from candle_port.suppressions import is_suppressed, suppressions
+from candle_port.pipeline.suppressions import is_suppressed, suppressions
 
 
 # CPython's parser rejects more than 200 nested brackets itself; libcst's native parser crashes the

@@ -7,15 +7,15 @@ import os
 from contextlib import contextmanager
 from pathlib import Path
 
-from candle_port.cache import ResultCache
-from candle_port.cache import prune as prune_cache
+from candle_port.pipeline.cache import ResultCache
+from candle_port.pipeline.cache import prune as prune_cache
 from candle_port.config import Config
-from candle_port.discovery import discover
-from candle_port.findings import FileError, FileResult, Finding
-from candle_port.isolation import OverCpuBudget, isolated, within_cpu_seconds
-from candle_port.parallel import FILE_CPU_SECONDS, map_files, runs_in_parallel, workers_inherit_memory
-from candle_port.prefilter import is_vendored_runtime, may_hold_sites
-from candle_port.sources import SourceError, SourceText, load_source, load_source_in_main_process
+from candle_port.pipeline.discovery import discover
+from candle_port.pipeline.findings import FileError, FileResult, Finding
+from candle_port.pipeline.isolation import OverCpuBudget, isolated, within_cpu_seconds
+from candle_port.pipeline.parallel import FILE_CPU_SECONDS, map_files, runs_in_parallel, workers_inherit_memory
+from candle_port.pipeline.prefilter import is_vendored_runtime, may_hold_sites
+from candle_port.pipeline.sources import SourceError, SourceText, load_source, load_source_in_main_process
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (2 ms of port-check's start)
 if TYPE_CHECKING:
@@ -78,7 +78,7 @@ def check_file(
         if hit is not None:
             return hit
     from candle_port.analysis.index import module_name_of
-    from candle_port.checker import check_text
+    from candle_port.pipeline.checker import check_text
 
     module, package = module_name_of(path)
     result = isolated(
@@ -330,7 +330,7 @@ def _load_the_checker() -> None:
     each imported it again on its first file (about 40 ms of CPU per worker, 8 workers a run)."""
     import candle_port.analysis.index  # noqa: F401
     import candle_port.analysis.mentions  # noqa: F401
-    import candle_port.checker  # noqa: F401
+    import candle_port.pipeline.checker  # noqa: F401
 
 
 # The project index reaches forked workers as this global, set before the pool forks: sent with
@@ -380,7 +380,7 @@ def _summarize_value_modules(files: list[str], results: list[FileResult]) -> Non
 def _summary_of(path: str) -> dict | None:
     from candle_port.analysis.index import module_name_of
     from candle_port.analysis.sites import scan_module
-    from candle_port.checker import parse
+    from candle_port.pipeline.checker import parse
 
     try:
         _, source = load_source(path)
