@@ -63,32 +63,44 @@ def _generalise(prefix: str) -> str:
     return ".".join("{%s}" % next(names, "n") if seg.isdigit() else seg for seg in prefix.split("."))
 
 
-def suggest(port_names: list[tuple[str, tuple]], torch_names: list[tuple[str, tuple]], limit: int = 8) -> list[str]:
-    """Rules that would map the port's unmatched names onto torch's unloaded ones: both lists
-    (name, shape), in each side's own order, are paired in order where shapes agree, and each
-    pair's differing prefixes (the common dotted suffix removed, numbers as {i}) voted on."""
-    votes: Counter = Counter()
-    j = 0
-    for name, shape in port_names:
-        k = j
-        while k < len(torch_names) and tuple(torch_names[k][1]) != tuple(shape):
-            k += 1
-        if k == len(torch_names):
+def _tokens(name: str) -> set[str]:
+    return {t for seg in name.split(".") for t in seg.split("_") if t and not t.isdigit()}
+
+
+def _pair(name: str, shape: tuple, torch_names: list[tuple[str, tuple]], taken: set[str]) -> str | None:
+    """The torch name most like `name` among those of the same shape, the same numbered segments
+    and the same last segment (weight, bias...), by the words they share."""
+    numbers = [s for s in name.split(".") if s.isdigit()]
+    last = name.rsplit(".", 1)[-1]
+    best, best_score = None, -1
+    for t_name, t_shape in torch_names:
+        if t_name in taken or tuple(t_shape) != tuple(shape) or t_name.rsplit(".", 1)[-1] != last:
             continue
-        t_name = torch_names[k][0]
-        j = k + 1
+        if [s for s in t_name.split(".") if s.isdigit()] != numbers:
+            continue
+        score = len(_tokens(name) & _tokens(t_name))
+        if score > best_score:
+            best, best_score = t_name, score
+    return best
+
+
+def suggest(port_names: list[tuple[str, tuple]], torch_names: list[tuple[str, tuple]], limit: int = 12) -> list[str]:
+    """Rules that would map the port's unmatched names onto torch's unloaded ones: each port name
+    (name, shape) is paired with the torch name of its shape, numbers and last segment that
+    shares the most words with it, and each pair's differing prefixes (the common dotted suffix
+    removed, numbers as {i}, {j}...) are voted on; the most common rules come first."""
+    votes: Counter = Counter()
+    taken: set[str] = set()
+    for name, shape in port_names:
+        t_name = _pair(name, shape, torch_names, taken)
+        if t_name is None:
+            continue
+        taken.add(t_name)
         p_parts, t_parts = name.split("."), t_name.split(".")
         common = 0
         while common < min(len(p_parts), len(t_parts)) - 1 and p_parts[-1 - common] == t_parts[-1 - common]:
             common += 1
-        p_head = ".".join(p_parts[:len(p_parts) - common])
-        t_head = ".".join(t_parts[:len(t_parts) - common])
-        if common:
-            p_head, t_head = p_head + ".", t_head + "."
-        p_numbers = [s for s in p_head.split(".") if s.isdigit()]
-        t_numbers = [s for s in t_head.split(".") if s.isdigit()]
-        if p_numbers == t_numbers and p_numbers:
-            votes[(_generalise(t_head), _generalise(p_head))] += 1
-        else:
-            votes[(t_head, p_head)] += 1
+        p_head = ".".join(p_parts[:len(p_parts) - common]) + ("." if common else "")
+        t_head = ".".join(t_parts[:len(t_parts) - common]) + ("." if common else "")
+        votes[(_generalise(t_head), _generalise(p_head))] += 1
     return [f"{t}={p}" for (t, p), n in votes.most_common(limit) if t != p]

@@ -46,7 +46,7 @@ def _row(r) -> str:
 
 
 def render(c: Comparison, verbose: bool = False) -> str:
-    lines = [f"candle-port compare {c.directory}", f"  {c.model} ({c.dtype}, {c.mode} mode)", ""]
+    lines = ["candle-port compare", f"  {c.directory}", f"  {c.model} ({c.dtype}, {c.mode} mode)", ""]
     if c.verdict == "match":
         lines.append("MATCH: the port agrees with torch in forward and backward.")
     else:
@@ -77,7 +77,8 @@ def render(c: Comparison, verbose: bool = False) -> str:
     for m in c.shape_mismatches:
         lines += _wrap(f"{m['name']}: port {m['port_shape']}, torch {m['torch_shape']} ({m['looks']})", "    ")
     for u in c.unknown_to_torch[: None if verbose else 8]:
-        lines += _wrap(f"{u['name']}: torch has no {u['torch_name']}", "    ")
+        renamed = f" (renamed {u['torch_name']})" if u["torch_name"] != u["name"] else ""
+        lines += _wrap(f"{u['name']}: not in torch's state_dict{renamed}", "    ")
     for n in c.never_loaded[: None if verbose else 8]:
         lines += _wrap(f"{n}: never loaded", "    ")
     hidden = max(0, len(c.unknown_to_torch) - 8) + max(0, len(c.never_loaded) - 8)
