@@ -68,7 +68,9 @@ def efficientnet_b0():
 
 
 def convnext_atto():
-    return _timm().create_model("convnext_atto", num_classes=CLASSES)
+    """ConvNeXt V2: candle's convnext.rs asks for each block's mlp.grn (V2's global response norm),
+    which timm's V1 convnext_atto lacks (the first run against V1 showed 24 such names)."""
+    return _timm().create_model("convnextv2_atto", num_classes=CLASSES)
 
 
 def repvgg_a0():
