@@ -226,7 +226,8 @@ def compare(directory: Path, factor: float = NOISE_FACTOR, rtol: float | None = 
                                    "rel": first.rel, "allowed": first.allowed, "status": first.status}
 
     # Backward: every parameter torch has a gradient for.
-    grads = [k for k in torch_side if k.startswith("grad:")]
+    order = {name: i for i, name in enumerate(manifest.get("parameters", []))}
+    grads = sorted((k for k in torch_side if k.startswith("grad:")), key=lambda k: order.get(k[5:], len(order)))
     grad_floor = _floor([torch_side[k] for k in grads])
     without = set(side.get("without_gradient", []))
     for key in grads:
