@@ -21,6 +21,7 @@ pub mod conv1d;
 mod convolution;
 pub mod grid;
 pub mod interpolate;
+pub mod norm;
 pub mod pooling;
 pub mod transposed_conv;
 pub mod volumetric;
