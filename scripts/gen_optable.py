@@ -244,6 +244,56 @@ def render(table: dict) -> str:
     return json.dumps(table, indent=1, ensure_ascii=False) + "\n"
 
 
+def release_tables() -> dict[str, dict]:
+    """Every committed table by candle release, oldest first: candle_ops.json and candle_ops-*.json."""
+    tables = [json.loads(path.read_text(encoding="utf-8"))
+              for path in [TABLE, *TABLE.parent.glob("candle_ops-*.json")]]
+    key = lambda t: tuple(int(part) for part in t["candle"]["version"].split("."))  # noqa: E731
+    return {t["candle"]["version"]: t for t in sorted(tables, key=key)}
+
+
+def _cell(entry: dict | None) -> str:
+    """One op at one release, briefly: its class and the verdicts its probes measured."""
+    if entry is None:
+        return "not measured"
+    verdicts = [m["verdict"] for m in entry["measured"] if m["role"] == "verdict"]
+    text = entry["class"]
+    if entry["class"] == "conditional":
+        text += f" ({sum(v == 'backward' for v in verdicts)} of {len(verdicts)} cases train)"
+    if entry.get("wrong_gradient"):
+        text += ", wrong gradient"
+    caveats = sum(1 for m in entry["measured"] if m["role"] == "caveat" and m["verdict"] != "backward")
+    if caveats:
+        text += f", {caveats} caveat{'s' if caveats > 1 else ''}"
+    return text
+
+
+def releases_markdown(tables: dict[str, dict]) -> str:
+    """The docs' table of what each release measures: one row per op that is not simply trained
+    everywhere, a cell per release (bold where it differs from the pinned release), then the
+    count of ops that train at every release and of ops candle lacks at every release."""
+    versions = list(tables)
+    pinned = pinned_version()
+    ops = sorted(set().union(*(t["ops"] for t in tables.values())))
+    header = "| op | " + " | ".join(f"{v}{' (pinned)' if v == pinned else ''}" for v in versions) + " |"
+    lines = [header, "|---|" + "---|" * len(versions)]
+    plain = absent = 0
+    for op in ops:
+        cells = [_cell(t["ops"].get(op)) for t in tables.values()]
+        if all(c == "backward" for c in cells):
+            plain += 1
+            continue
+        entries = [t["ops"].get(op) for t in tables.values()]
+        if all(e and e["class"] == "no-op" and all(m["probe"] == "source" for m in e["measured"]) for e in entries):
+            absent += 1
+            continue
+        base = _cell(tables[pinned]["ops"].get(op))
+        lines.append(f"| `{op}` | " + " | ".join(c if c == base else f"**{c}**" for c in cells) + " |")
+    lines.append(f"| {plain} other ops | " + " | ".join(["backward"] * len(versions)) + " |")
+    lines.append(f"| {absent} ops candle has no function for | " + " | ".join(["no-op"] * len(versions)) + " |")
+    return "\n".join(lines) + "\n"
+
+
 def write_atomic(path: Path, text: str) -> None:
     """Write ``text`` to ``path`` through a temporary file beside it, so a failure leaves the old table."""
     tmp = path.with_name(path.name + ".tmp")
@@ -264,7 +314,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--build-log", type=Path,
                         help="with --versioned: the probes did not build; write the table that says so")
     parser.add_argument("--candle-version", help="with --build-log: the release that did not build")
+    parser.add_argument("--releases-table", action="store_true",
+                        help="print docs/candle-measured.md's table of the committed tables by release")
     args = parser.parse_args(argv)
+    if args.releases_table:
+        print(releases_markdown(release_tables()), end="")
+        return 0
     if args.build_log:
         if not (args.versioned and args.candle_version):
             parser.error("--build-log needs --versioned and --candle-version")

@@ -10,9 +10,9 @@
 # (.candle-versions/<version>/target), runs `candle-port-run --measure-ops` and hands the records
 # to `scripts/gen_optable.py --versioned`. A version whose probes do not compile is written as a
 # table that says so, with cargo's first error, instead of stopping the other versions. Then it
-# runs crates/candle-port-ops/tests/candle_native.rs there, whose tests assert what candle 0.11.0
-# does (docs/candle-measured.md): a test that fails at another version is a behaviour that
-# changed; the pass/fail list goes to .candle-versions/<version>/candle_native.txt.
+# runs crates/candle-port-ops/tests/candle_native.rs and candle_releases.rs there, whose tests
+# assert what candle 0.11.0 does (docs/candle-measured.md): a test that fails at another version
+# is a behaviour that changed; the pass/fail list goes to .candle-versions/<version>/candle_tests.txt.
 #
 #     bash scripts/measure_candle_versions.sh [VERSION ...]    (default: 0.9.2 0.10.0 0.11.1)
 #
@@ -58,14 +58,14 @@ for version in "${VERSIONS[@]}"; do
         "$PYTHON" scripts/gen_optable.py --versioned --build-log "$log" --workspace "$work" \
             --candle-version "$version" || status=1
     fi
-    native="$work/candle_native.txt"
+    native="$work/candle_tests.txt"
     : >"$native"
     if (cd "$work" && CARGO_TARGET_DIR="$work/target" nice -n 10 cargo test -p candle-port-ops --test candle_native \
-            --no-fail-fast) >"$work/candle_native.log" 2>&1; then
-        echo "all candle_native tests pass" >"$native"
+            --test candle_releases --no-fail-fast) >"$work/candle_tests.log" 2>&1; then
+        echo "all candle_native and candle_releases tests pass" >"$native"
     fi
-    grep -E '^test .* \.\.\. (ok|FAILED)$' "$work/candle_native.log" | sort >>"$native" \
-        || grep -m1 '^error' "$work/candle_native.log" >>"$native" || echo "cargo test failed" >>"$native"
-    echo "candle $version: candle_native: $(grep -c 'FAILED$' "$native" || true) failed (list: $native)" >&2
+    grep -E '^test .* \.\.\. (ok|FAILED)$' "$work/candle_tests.log" | sort >>"$native" \
+        || grep -m1 '^error' "$work/candle_tests.log" >>"$native" || echo "cargo test failed" >>"$native"
+    echo "candle $version: candle_native + candle_releases: $(grep -c 'FAILED$' "$native" || true) failed (list: $native)" >&2
 done
 exit $status

@@ -94,3 +94,11 @@ def test_generator_writes_an_unbuilt_release_as_unknown_with_cargos_error():
     assert entry["class"] == "not-in-table"
     assert "error[E0599]: no method named `eps` found (--> crates/candle-port-ops/src/norm/layer.rs:160:24)" in (
         entry["warning"])
+
+
+def test_docs_table_is_the_committed_tables():
+    gen = _generator()
+    docs = (ROOT / "docs" / "candle-measured.md").read_text(encoding="utf-8")
+    table = gen.releases_markdown(gen.release_tables())
+    assert list(gen.release_tables()) == ["0.9.2", "0.10.0", "0.11.0", "0.11.1"]
+    assert table in docs, "run python scripts/gen_optable.py --releases-table and paste it into docs/candle-measured.md"
