@@ -23,6 +23,7 @@ pub mod grid;
 pub mod interpolate;
 pub mod norm;
 pub mod pooling;
+pub mod rope;
 pub mod transposed_conv;
 pub mod volumetric;
 pub use conv1d::*;
