@@ -98,11 +98,25 @@ def dinov2_small():
 
 def beit_tiny():
     """timm's BEiT at candle's fixed 384x384 and 16x16 patches, 2 blocks of width 32, 2 heads."""
+    _timm()
     from timm.models.beit import Beit
 
-    _timm()
-    return Beit(img_size=384, patch_size=16, embed_dim=32, depth=2, num_heads=2, mlp_ratio=4, qkv_bias=True,
-                use_abs_pos_emb=False, use_rel_pos_bias=True, init_values=0.1, num_classes=1000)
+    model = Beit(img_size=384, patch_size=16, embed_dim=32, depth=2, num_heads=2, mlp_ratio=4, qkv_bias=True,
+                 use_abs_pos_emb=False, use_rel_pos_bias=True, init_values=0.1, num_classes=1000)
+    # candle's beit.rs reads one qkv bias (timm keeps q_bias, a zero k bias and v_bias) and each
+    # block's layer scale as ls1/ls2.gamma (RENAMES): the checkpoint layout it was written for.
+    # The same function with the bias fused: the key bias gets a gradient of exactly zero, as it
+    # should (softmax ignores a constant added along the keys).
+    with torch.no_grad():
+        for block in model.blocks:
+            attn = block.attn
+            fused = nn.Linear(attn.qkv.in_features, attn.qkv.out_features, bias=True)
+            fused.weight.copy_(attn.qkv.weight)
+            fused.bias.copy_(torch.cat((attn.q_bias, attn.k_bias, attn.v_bias)))
+            attn.qkv, attn.q_bias, attn.v_bias = fused, None, None
+            del attn.k_bias
+            attn.register_buffer("k_bias", None, persistent=False)
+    return model
 
 
 # transformers 5 renamed ViT's and SegFormer's modules; candle-transformers 0.11.0 reads the
@@ -134,6 +148,6 @@ RENAMES = {
         f"{_B}={_P}",
         "segformer.stages.{i}.layer_norm.=segformer.encoder.layer_norm.{i}.",
     ],
-    # timm names BEiT's pooled-token norm fc_norm; candle's port calls it norm.
-    "beit_tiny": ["fc_norm.=norm."],
+    # timm names BEiT's pooled-token norm fc_norm and its layer scales gamma_1/gamma_2.
+    "beit_tiny": ["fc_norm.=norm.", "blocks.{i}.gamma_1=blocks.{i}.ls1.gamma", "blocks.{i}.gamma_2=blocks.{i}.ls2.gamma"],
 }

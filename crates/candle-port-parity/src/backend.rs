@@ -1,10 +1,11 @@
 //! The VarBuilder backend that serves torch's weights to a port and remembers what it asked for.
 //!
 //! Every parameter the port loads becomes a `Var` (so its gradient can be read), buffers stay
-//! plain tensors, and each request is kept: names torch does not have and shapes that differ
-//! (a transposed Linear, a conv stored HWIO) are listed by `candle-port compare` instead of
-//! stopping the port at its first mismatch. Such a request gets a fresh tensor from the port's
-//! own init hint, so the model still builds.
+//! plain tensors, and each request is kept for `candle-port compare`. A name torch does not have
+//! is an error, as with a checkpoint (ports such as candle-transformers' convnext try optional
+//! weights and go on without them), unless the check allows missing names: then the port gets
+//! its own init, so that every missing name is listed in one run. A shape that differs (a
+//! transposed Linear, a conv stored HWIO) gets the port's init too, and is listed.
 
 use crate::renames::Renames;
 use candle_core::{DType, Device, Error, Result, Shape, Tensor, Var};
@@ -12,6 +13,7 @@ use candle_nn::var_builder::SimpleBackend;
 use candle_nn::Init;
 use serde::Serialize;
 use std::collections::{HashMap, HashSet};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 /// What became of one name the port asked for.
@@ -55,6 +57,7 @@ pub(crate) struct TorchWeights {
     torch: HashMap<String, Tensor>,
     parameters: HashSet<String>,
     renames: Renames,
+    allow_missing: AtomicBool,
     state: Mutex<State>,
 }
 
@@ -68,6 +71,7 @@ impl TorchWeights {
             torch,
             parameters,
             renames,
+            allow_missing: AtomicBool::new(false),
             state: Mutex::new(State::default()),
         }
     }
@@ -76,6 +80,10 @@ impl TorchWeights {
         self.state
             .lock()
             .map_err(|_| Error::Msg("a port panicked while loading weights".into()))
+    }
+
+    pub(crate) fn set_allow_missing(&self, allow: bool) {
+        self.allow_missing.store(allow, Ordering::Relaxed);
     }
 
     pub(crate) fn torch_names(&self) -> impl Iterator<Item = &String> {
@@ -120,6 +128,16 @@ impl TorchWeights {
             Some(_) if self.parameters.contains(&torch_name) => Status::Parameter,
             Some(_) => Status::Buffer,
         };
+        if status == Status::Missing && !self.allow_missing.load(Ordering::Relaxed) {
+            state.requests.push(Request {
+                name: name.to_string(),
+                torch_name: torch_name.clone(),
+                shape: wanted,
+                torch_shape: None,
+                status,
+            });
+            return Err(Error::CannotFindTensor { path: torch_name });
+        }
         let tensor = match (&status, found) {
             (Status::Buffer, Some(t)) => t.to_dtype(dtype)?.to_device(dev)?,
             (Status::Parameter, Some(t)) => {

@@ -39,6 +39,8 @@ impl Outputs for (Tensor, Tensor) {
 /// What the check found on the candle side; `candle-port compare DIR` judges it against torch.
 #[derive(Debug, Clone, Serialize)]
 pub struct Summary {
+    /// The port's error while building from torch's weights ([`Parity::build`]).
+    pub build_error: Option<String>,
     /// The forward's error, when it failed.
     pub forward_error: Option<String>,
     /// The backward's error, when it failed, with what to do about it where that is known.
@@ -66,6 +68,9 @@ impl Summary {
     /// # }
     /// ```
     pub fn ensure_trains(&self) -> Result<()> {
+        if let Some(e) = &self.build_error {
+            return Err(Error::Msg(format!("the port did not build: {e}")));
+        }
         if let Some(e) = &self.forward_error {
             return Err(Error::Msg(format!("forward failed: {e}")));
         }
@@ -176,6 +181,53 @@ impl Parity {
         VarBuilder::from_backend(backend, self.dtype, self.device.clone())
     }
 
+    /// Lets the port build when it asks for names torch lacks: it gets its own init for them,
+    /// and `compare` lists every such name at once and suggests rename rules. By default such a
+    /// name is an error, as with a checkpoint (a port that tries optional weights then goes on
+    /// without them).
+    ///
+    /// ```no_run
+    /// # fn main() -> candle_core::Result<()> {
+    /// let parity = candle_port_parity::Parity::open("parity/vit")?.allow_missing();
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn allow_missing(self) -> Self {
+        self.weights.set_allow_missing(true);
+        self
+    }
+
+    /// Builds the port with `build` from [`Parity::var_builder`]; when that fails (a name torch
+    /// lacks, a shape the port's own code rejects), writes the candle side with the error and
+    /// every request so far for `candle-port compare`, and returns the error.
+    ///
+    /// ```no_run
+    /// # fn main() -> candle_core::Result<()> {
+    /// let parity = candle_port_parity::Parity::open("parity/mlp")?;
+    /// let fc = parity.build(|vb| candle_nn::linear(8, 2, vb.pp("fc")))?;
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn build<M>(&self, build: impl FnOnce(VarBuilder<'static>) -> Result<M>) -> Result<M> {
+        match build(self.var_builder()) {
+            Ok(model) => Ok(model),
+            Err(e) => {
+                let mut summary = self.empty_summary()?;
+                summary.build_error = Some(e.to_string());
+                let side = CandleSide {
+                    format: crate::manifest::FORMAT,
+                    dtype: self.manifest.dtype.clone(),
+                    outputs: Vec::new(),
+                    recorded: Vec::new(),
+                    gradients: Vec::new(),
+                    summary: &summary,
+                };
+                self.write(&HashMap::new(), &side)?;
+                Err(e)
+            }
+        }
+    }
+
     /// torch's inputs, in order.
     pub fn inputs(&self) -> &[Tensor] {
         &self.inputs
@@ -265,6 +317,7 @@ impl Parity {
     fn empty_summary(&self) -> Result<Summary> {
         let state = self.weights.state()?;
         Ok(Summary {
+            build_error: None,
             forward_error: None,
             backward_error: None,
             without_gradient: Vec::new(),

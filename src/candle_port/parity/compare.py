@@ -61,6 +61,7 @@ class Comparison:
     verdict: str = "match"  # match, DIVERGES, error
     first_divergence: dict | None = None
     backward_divergence: dict | None = None
+    build_error: str | None = None
     forward_error: str | None = None
     backward_error: str | None = None
     outputs: list = field(default_factory=list)
@@ -108,18 +109,31 @@ def _tensors(path: Path) -> dict[str, torch.Tensor]:
 
 
 def _diff(a: torch.Tensor, b: torch.Tensor) -> float:
-    """max|a - b| in float64; NaN and infinities count as equal only where both sides have the
-    same one, else the difference is infinite."""
+    """max|a - b|; NaN and infinities count as equal only where both sides have the same one,
+    else the difference is infinite. One pass in the tensors' own dtype when all is finite (a
+    float32 difference is within one rounding of the exact one), masks only when it is not."""
+    if a.dtype != b.dtype:
+        a, b = a.to(torch.float64), b.to(torch.float64)
+    if not a.numel():
+        return 0.0
+    d = float((a - b).abs().max())
+    if math.isfinite(d):
+        return d
     a64, b64 = a.to(torch.float64), b.to(torch.float64)
     same = (torch.isnan(a64) & torch.isnan(b64)) | (torch.isinf(a64) & (a64 == b64))
-    d = (a64 - b64).abs()
-    d = torch.where(same, torch.zeros_like(d), d)
-    d = torch.where(torch.isnan(d), torch.full_like(d, math.inf), d)
-    return float(d.max()) if d.numel() else 0.0
+    d64 = torch.where(same, torch.zeros_like(a64), (a64 - b64).abs())
+    d64 = torch.where(torch.isnan(d64), torch.full_like(d64, math.inf), d64)
+    return float(d64.max())
 
 
 def _max_abs(t: torch.Tensor) -> float:
-    finite = t.to(torch.float64)[torch.isfinite(t)]
+    """max|t| over its finite values."""
+    if not t.numel():
+        return 0.0
+    m = float(t.abs().max())
+    if math.isfinite(m):
+        return m
+    finite = t[torch.isfinite(t)]
     return float(finite.abs().max()) if finite.numel() else 0.0
 
 
@@ -184,6 +198,7 @@ def compare(directory: Path, factor: float = NOISE_FACTOR, rtol: float | None = 
                         else {"mode": "noise", "factor": factor, "method": manifest.get("noise_method", ""),
                               "floor": FLOOR.get(dtype, factor * UNIT_ROUNDOFF.get(dtype, 2.0 ** -24))})
     judge = _Judge(dtype, manifest.get("noise") or {}, factor, rtol, atol)
+    result.build_error = side.get("build_error")
     result.forward_error = side.get("forward_error")
     result.backward_error = side.get("backward_error")
 
@@ -206,7 +221,7 @@ def compare(directory: Path, factor: float = NOISE_FACTOR, rtol: float | None = 
 
     # Forward: outputs, then each recorded module in the order torch's modules finished.
     out_floor = _floor([torch_side[n] for n in manifest["outputs"] if n in torch_side])
-    for name in manifest["outputs"]:
+    for name in manifest["outputs"] if not result.build_error else []:
         result.outputs.append(judge(name, name, "output", torch_side[name], candle.get(name), out_floor))
     modules = manifest.get("modules", [])
     module_tensors = [torch_side[f"module:{m['name']}"] for m in modules if f"module:{m['name']}" in torch_side]
@@ -234,7 +249,7 @@ def compare(directory: Path, factor: float = NOISE_FACTOR, rtol: float | None = 
         name = key[len("grad:"):]
         if name in without:
             result.gradients.append(Judged(name=name, kind="grad", status="no-gradient", shape=list(torch_side[key].shape)))
-        elif result.backward_error or result.forward_error:
+        elif result.backward_error or result.forward_error or result.build_error:
             continue
         elif key not in candle and name not in asked:
             continue  # never loaded: listed under never_loaded
@@ -283,7 +298,7 @@ def compare(directory: Path, factor: float = NOISE_FACTOR, rtol: float | None = 
         result.losses = {"optimizer": steps["optimizer"], "lr": steps["lr"], "rtol": tol, "steps": rows,
                          "follows": all(r["ok"] for r in rows)}
 
-    diverges = (result.forward_error or result.backward_error or failing or bad_grads
+    diverges = (result.build_error or result.forward_error or result.backward_error or failing or bad_grads
                 or any(r.status != "match" for r in result.outputs) or result.shape_mismatches
                 or result.unknown_to_torch or result.dtype_mismatches
                 or (result.losses is not None and not result.losses["follows"]))

@@ -65,7 +65,8 @@ def render(c: Comparison, verbose: bool = False) -> str:
                        f"{d['parameter']} {d['status']}){then}; the gradients of every module after that agree", "  ")
         if d.get("source"):
             lines += _wrap(f"defined at {_short_path(d['source'])}", "    ")
-    for label, err in (("forward failed", c.forward_error), ("backward failed", c.backward_error)):
+    for label, err in (("the port did not build", c.build_error), ("forward failed", c.forward_error),
+                       ("backward failed", c.backward_error)):
         if err:  # candle's errors carry a backtrace after the message
             lines += _wrap(f"{label}: {err.strip().splitlines()[0].strip()}", "  ")
     lines.append("")
