@@ -151,3 +151,13 @@ RENAMES = {
     # timm names BEiT's pooled-token norm fc_norm and its layer scales gamma_1/gamma_2.
     "beit_tiny": ["fc_norm.=norm.", "blocks.{i}.gamma_1=blocks.{i}.ls1.gamma", "blocks.{i}.gamma_2=blocks.{i}.ls2.gamma"],
 }
+
+
+def efficientnet_b0_eps3():
+    """torchvision's EfficientNet-B0 with BatchNorm eps 1e-3, the eps candle's efficientnet.rs
+    hard-codes (torchvision's B0 keeps BatchNorm2d's 1e-5; its V2 models use 1e-3)."""
+    import functools
+
+    import torchvision
+
+    return torchvision.models.efficientnet_b0(num_classes=CLASSES, norm_layer=functools.partial(nn.BatchNorm2d, eps=1e-3))

@@ -24,8 +24,11 @@ pub enum Status {
     Parameter,
     /// torch's tensor, as a plain tensor (a buffer: BatchNorm's running statistics).
     Buffer,
-    /// torch has no tensor under this name: the port got its init hint.
+    /// torch has no tensor under this name: the port got its init hint ([`crate::Parity::allow_missing`]).
     Missing,
+    /// torch has no tensor under this name and the port got an error for it, as from a
+    /// checkpoint: a port that still builds tried an optional weight and went on without it.
+    Absent,
     /// torch's tensor has another shape: the port got its init hint.
     ShapeMismatch,
 }
@@ -134,7 +137,7 @@ impl TorchWeights {
                 torch_name: torch_name.clone(),
                 shape: wanted,
                 torch_shape: None,
-                status,
+                status: Status::Absent,
             });
             return Err(Error::CannotFindTensor { path: torch_name });
         }

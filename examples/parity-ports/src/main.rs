@@ -50,7 +50,7 @@ fn run(port: &str, dir: &str, extra: Option<&str>) -> Result<candle_port_parity:
             let model = parity.build(|vb| resnet::resnet18(CLASSES, vb))?;
             parity.check(|xs| model.forward(&xs[0]))
         }
-        "efficientnet_b0" => {
+        "efficientnet_b0" | "efficientnet_b0_eps3" => {
             let model = parity.build(|vb| {
                 efficientnet::EfficientNet::new(vb, efficientnet::MBConvConfig::b0(), CLASSES)
             })?;

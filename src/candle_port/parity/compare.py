@@ -71,6 +71,7 @@ class Comparison:
     gradient_hint: str | None = None
     never_loaded: list = field(default_factory=list)
     unknown_to_torch: list = field(default_factory=list)
+    tried_absent: list = field(default_factory=list)  # optional names the port tried and built without
     shape_mismatches: list = field(default_factory=list)
     dtype_mismatches: list = field(default_factory=list)
     suggested_renames: list = field(default_factory=list)
@@ -205,9 +206,13 @@ def compare(directory: Path, factor: float = NOISE_FACTOR, rtol: float | None = 
     # Weights: what the port asked its VarBuilder for, against torch's state_dict.
     shapes = manifest.get("shapes", {})
     requests = side.get("requests", [])
-    asked = {r["torch_name"] for r in requests}
+    asked = {r["torch_name"] for r in requests if r["status"] != "absent"}
     for r in requests:
-        if r["status"] == "missing":
+        if r["status"] == "absent" and result.build_error and r is requests[-1]:
+            result.unknown_to_torch.append({"name": r["name"], "torch_name": r["torch_name"], "shape": r["shape"]})
+        elif r["status"] == "absent":
+            result.tried_absent.append(r["name"])
+        elif r["status"] == "missing":
             result.unknown_to_torch.append({"name": r["name"], "torch_name": r["torch_name"], "shape": r["shape"]})
         elif r["status"] == "shape_mismatch":
             result.shape_mismatches.append({"name": r["name"], "torch_name": r["torch_name"], "port_shape": r["shape"],

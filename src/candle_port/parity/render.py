@@ -85,6 +85,9 @@ def render(c: Comparison, verbose: bool = False) -> str:
     hidden = max(0, len(c.unknown_to_torch) - 8) + max(0, len(c.never_loaded) - 8)
     if hidden and not verbose:
         lines.append(f"    ... {hidden} more (--verbose)")
+    if c.tried_absent:
+        lines += _wrap(f"{len(c.tried_absent)} optional names the port tried, torch lacks, and the port "
+                       f"built without (e.g. {c.tried_absent[0]})", "  ")
     for m in c.dtype_mismatches:
         lines += _wrap(f"dtype: torch ran {m['torch']}, the port {m['port']}", "    ")
     if c.suggested_renames:
