@@ -47,7 +47,7 @@ def installed(tmp_path_factory):
     # The version is the ref in `uses:`: no input names another one, and nothing reads
     # github.action_repository (empty in composite actions, actions/runner#2525).
     assert "version" not in ACTION["inputs"]
-    assert "action_repository" not in (ROOT / "action.yml").read_text(encoding="utf-8")
+    assert "github.action_repository }}" not in (ROOT / "action.yml").read_text(encoding="utf-8")
     clone = work / "candle-port"
     clone.mkdir()
     archive = subprocess.run(["git", "archive", "--format=tar", "HEAD"], cwd=ROOT, capture_output=True, check=True).stdout

@@ -1,6 +1,7 @@
 """A pip user gets `verify --candle` without Rust: candle-port's wheel and candle-port-run's
 companion wheel (crates/candle-port-run, maturin), both built from this checkout, installed into a
-fresh venv, run the README's U-Net with `--candle` with no cargo on PATH and no source tree."""
+fresh venv, run the README's U-Net with `--candle` with no cargo on PATH and no source tree; and
+no stage of that run is silent for more than MAX_SILENCE_S (piped, as in a CI log)."""
 
 from __future__ import annotations
 
@@ -9,11 +10,13 @@ import shutil
 import subprocess
 import sys
 import sysconfig
+import time
 from pathlib import Path
 
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
+MAX_SILENCE_S = 10.0
 
 
 def _run(command: list[str], timeout: int, **kwargs) -> subprocess.CompletedProcess:
@@ -65,8 +68,24 @@ def test_wheels_give_verify_candle_without_cargo(tmp_path):
     assert shutil.which("cargo", path=env["PATH"]) is None, "cargo must not be reachable for this test"
     where = _run([str(python), "-c", "import candle_port; print(candle_port.__file__)"], 60, env=env).stdout
     assert where.startswith(str(tmp_path / "venv")), where
-    done = subprocess.run([str(bin_dir / "candle-port"), "verify", "examples/unet.py:UNet", "--input-shape", "1,3,32,32",
-                           "--candle"], cwd=ROOT, env=env, capture_output=True, text=True, timeout=900)
-    assert done.returncode == 0, done.stdout[-4000:] + done.stderr[-4000:]
-    assert "candle, rewritten copy (port-fix):" in done.stdout
-    assert "candle port: PASS" in done.stdout, done.stdout[-3000:]
+    command = [str(bin_dir / "candle-port"), "verify", "examples/unet.py:UNet", "--input-shape", "1,3,32,32", "--candle"]
+    lines, returncode = _timed_lines(command, cwd=ROOT, env=env)
+    out = "\n".join(text for _, text in lines)
+    assert returncode == 0, out[-6000:]
+    assert "candle, rewritten copy (port-fix):" in out
+    assert "candle port: PASS" in out, out[-3000:]
+    times = [0.0] + [at for at, _ in lines]
+    gaps = [(later - earlier, text) for earlier, (later, text) in zip(times, lines)]
+    longest = max(gaps)
+    assert longest[0] <= MAX_SILENCE_S, f"silent for {longest[0]:.1f} s before: {longest[1]}"
+
+
+def _timed_lines(command: list[str], **kwargs) -> tuple[list[tuple[float, str]], int]:
+    """Each line of stdout and stderr together, with the seconds since the start it arrived at."""
+    started = time.monotonic()
+    lines = []
+    with subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, **kwargs) as proc:
+        assert proc.stdout is not None
+        for line in proc.stdout:
+            lines.append((time.monotonic() - started, line.rstrip("\n")))
+    return lines, proc.returncode

@@ -8,8 +8,6 @@ from __future__ import annotations
 
 import enum
 import json
-import os
-import sys
 from typing import Annotated, Optional
 
 import typer
@@ -51,13 +49,6 @@ def parse_shape(text: str) -> tuple[int, ...]:
     if not shape or any(d <= 0 for d in shape):
         raise ValueError(f"--input-shape {text!r} needs positive sizes")
     return shape
-
-
-def _pipe_width() -> int:
-    try:
-        return max(40, int(os.environ.get("COLUMNS", "")))
-    except ValueError:
-        return 160
 
 
 def _json_object(flag: str, text: Optional[str]) -> dict:
@@ -133,25 +124,27 @@ def verify_command(
         allow_wrong_gradients=allow_wrong_gradients,
         config_class=config_class, config_kwargs=config, skip_package_init=skip_package_init, forward_kwargs=forward,
     )
+    from candle_port.cli.stages import Stages
+
+    stages = Stages("candle-port verify")
     try:
-        report = run_verify(options)
+        report = run_verify(options, stage=stages.stage)
     except VerifyError as exc:
         _error(str(exc))
     candle_result = None
     if candle:
         from candle_port.verify.candle_check import candle_check, candle_text
 
-        candle_result = candle_check(options)
+        candle_result = candle_check(options, stage=stages.stage)
     if output_format is VerifyFormat.json:
         print(json.dumps({**report.to_json(), **({"candle": candle_result} if candle else {})}, indent=2))
     else:
-        from rich.console import Console
+        from candle_port.cli.report_console import report_console
 
-        # A terminal's own width; when stdout is not a terminal, $COLUMNS or 160 (rich would say 80).
-        console = Console(highlight=False, emoji=False, width=None if sys.stdout.isatty() else _pipe_width())
-        report.render(console, show_refusals)
-        if candle_result is not None:
-            console.print(candle_text(candle_result), markup=False)
+        with report_console() as console:
+            report.render(console, show_refusals)
+            if candle_result is not None:
+                console.print(candle_text(candle_result), markup=False)
     if candle_result is not None and "port" not in candle_result:
         _error(f"--candle: {candle_result['error']}")
     # A port that fails in real candle is a FAIL, whatever the PyTorch-side verdict.
