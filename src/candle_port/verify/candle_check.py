@@ -101,10 +101,13 @@ def _check_converted(job: dict) -> dict:
 
 def _check_rewritten(options: Any, job: dict, source: Any) -> dict:
     from .lines import map_result_locations
+    from .runner import rewrite_entries
     from .workspace import make_rewritten_copy
 
+    spec = parse_model_spec(options.model, options.cwd)
     with tempfile.TemporaryDirectory(prefix="candle-port-candle-") as tmp:
-        rewritten = make_rewritten_copy(source, Path(tmp) / "rewritten", options.strategy)
+        rewritten = make_rewritten_copy(source, Path(tmp) / "rewritten", options.strategy,
+                                        entries=rewrite_entries(options, spec, source))
         if not rewritten.changed:
             return {"ok": True, "changed": False, "note": "port-fix changed nothing: the original is the rewritten copy"}
         path = Path(tmp) / "job.json"

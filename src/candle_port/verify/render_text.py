@@ -207,8 +207,12 @@ def _rewrite_lines(report: Any, console: Any, show_refusals: bool) -> None:
     timing = ""
     if "seconds" in report.rewrite:
         timing = f" ({report.rewrite['seconds']:.1f}s, {report.rewrite.get('from_cache', 0)} from the rewrite cache)"
+    skipped = report.rewrite.get("not_imported")
+    imported = (f" (the files the model imports; {skipped} other(s) left as they are, --rewrite-all rewrites them)"
+                if skipped else "")
     console.print(f"rewrite: {len(changed)} of {report.rewrite['scanned']} file(s) changed under "
-                  f"{escape(short_path(report.source_root))}" + (f": {escape(names)}{more}" if changed else "") + timing)
+                  f"{escape(short_path(report.source_root))}" + (f": {escape(names)}{more}" if changed else "") + timing
+                  + imported)
     if report.rewrite.get("sites_fixed"):
         console.print(f"port-fix: {report.rewrite['sites_fixed']} site(s) rewritten")
     refused = report.rewrite.get("refused", [])

@@ -64,6 +64,19 @@ class VerifyOptions:
     skip_package_init: bool = False
     # --forward-kwargs: keyword arguments every forward call gets (non-tensor flags).
     forward_kwargs: dict[str, Any] = field(default_factory=dict)
+    # --rewrite-all: every file of the source root, not only those the model imports (import_graph.py).
+    rewrite_all: bool = False
+
+
+def rewrite_entries(options: VerifyOptions, spec, source) -> list[Path] | None:
+    """The files the rewrite walks imports from (None: rewrite every file of the source root). A
+    driver outside the root reaches it through a package's ``__init__``, which may import by string
+    (transformers' lazy modules): there every file is rewritten, as before."""
+    from .import_graph import entry_files
+
+    if options.rewrite_all or source.driver:
+        return None
+    return entry_files(source, spec.module_file, options.config_class)
 
 
 def _unchanged(text: str, strategy: str, path: str) -> tuple[str, bool]:
@@ -161,7 +174,8 @@ def run_verify(options: VerifyOptions, rewrite: RewriteFn | None = None,
             try:
                 with stage(f"rewriting a copy of {source.path} ({options.strategy})"):
                     rewritten = make_rewritten_copy(source, workdir / "rewritten", options.strategy,
-                                                    rewrite or (_unchanged if options.strategy == "convert" else None))
+                                                    rewrite or (_unchanged if options.strategy == "convert" else None),
+                                                    entries=rewrite_entries(options, spec, source))
             except ImportError as exc:
                 raise VerifyError(f"port-fix is not available: {exc}") from exc
         with stage("running the original and the rewritten model in torch (build, forward, backward, trace)"):
