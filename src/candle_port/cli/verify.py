@@ -90,7 +90,7 @@ def verify_command(
     show_refusals: Annotated[bool, typer.Option("--show-refusals", help="List every site port-fix refused (default: counts per reason).", rich_help_panel=common.OUTPUT)] = False,
     gradcheck: Annotated[bool, typer.Option("--gradcheck", help="Also run torch.autograd.gradcheck on the rewritten model in float64 on a tiny input.", rich_help_panel=CHECK_PANEL)] = False,
     rewrite_all: Annotated[bool, typer.Option("--rewrite-all", help="Rewrite every file of the source root, not only the modules the model imports (found by reading import statements; an import by string is not seen).", rich_help_panel=MODEL_PANEL)] = False,
-    candle: Annotated[bool, typer.Option("--candle", help="Also run the original model's traced graph in real candle (crates/candle-port-run, built with cargo if needed): native ops and candle-port-ops twins, compared with torch.", rich_help_panel=CHECK_PANEL)] = False,
+    candle: Annotated[bool, typer.Option("--candle", help="Also run the original model's traced graph in real candle (candle-port-run: its wheel, or built with cargo in a source checkout): native ops and candle-port-ops twins, compared with torch.", rich_help_panel=CHECK_PANEL)] = False,
     threads: Annotated[int, typer.Option("--threads", min=1, help="torch threads per worker process (two workers run at once).", rich_help_panel=CHECK_PANEL)] = 1,
     output_format: Annotated[VerifyFormat, typer.Option("--output-format", help="text (tables) or json (for CI).", case_sensitive=False, rich_help_panel=common.OUTPUT)] = VerifyFormat.text,
     version: common.VersionOption = None,
