@@ -235,3 +235,14 @@ def test_a_rust_file_without_candle_names_is_not_parsed(tmp_path):
 
 def test_context_digest_differs_by_version():
     assert CrateContext("0.11.0", "Cargo.lock").digest_text() != CrateContext("0.9.2", "Cargo.lock").digest_text()
+
+
+def test_workspace_inherited_dependencies_give_the_rename_and_requirement(tmp_path):
+    (tmp_path / "Cargo.toml").write_text(
+        '[workspace]\nmembers = ["m"]\n\n[workspace.dependencies]\n'
+        'candle = { package = "candle-core", version = "0.9.2" }\nnn = { package = "candle-nn", version = "0.9.2" }\n'
+    )
+    root = crate(tmp_path / "m", deps="candle = { workspace = true }\nnn = { workspace = true }", lock_version=None)
+    context = context_for(str(root / "src" / "lib.rs"))
+    assert (context.version, context.version_source) == ("0.9.2", "Cargo.toml")
+    assert dict(context.renames) == {"candle": "candle_core", "nn": "candle_nn"}

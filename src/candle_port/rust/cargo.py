@@ -39,7 +39,7 @@ def context_for(path: str, candle_version: str | None = None) -> CrateContext:
     manifest = find_manifest(os.path.dirname(os.path.abspath(path)))
     version, source, renames = "", "", ()
     if manifest is not None:
-        data = _toml(manifest)
+        data = _with_workspace_dependencies(_toml(manifest), os.path.dirname(manifest))
         renames = tuple(sorted(_renames(data).items()))
         version = _locked_version(os.path.dirname(manifest))
         source = "Cargo.lock" if version else ""
@@ -71,6 +71,41 @@ def _toml(path: str) -> dict:
             return tomllib.load(handle)
     except (OSError, tomllib.TOMLDecodeError, UnicodeDecodeError):
         return {}
+
+
+def _with_workspace_dependencies(data: dict, directory: str) -> dict:
+    """The manifest with each `name = { workspace = true }` dependency replaced by the workspace
+    root's `[workspace.dependencies]` entry (how candle's own crates and this project's name
+    candle-core)."""
+    inherited = None
+    out = dict(data)
+    for key in ("dependencies", "dev-dependencies", "build-dependencies"):
+        table = data.get(key)
+        if not isinstance(table, dict):
+            continue
+        replaced = {}
+        for name, spec in table.items():
+            if isinstance(spec, dict) and spec.get("workspace") is True:
+                if inherited is None:
+                    inherited = _workspace_dependencies(directory)
+                spec = inherited.get(name, spec)
+            replaced[name] = spec
+        out[key] = replaced
+    return out
+
+
+@functools.lru_cache(maxsize=256)
+def _workspace_dependencies(directory: str) -> dict:
+    """`[workspace.dependencies]` of the nearest Cargo.toml at or above `directory` with a
+    [workspace] table; {} when there is none."""
+    candidate = os.path.join(directory, "Cargo.toml")
+    if os.path.isfile(candidate):
+        workspace = _toml(candidate).get("workspace")
+        if isinstance(workspace, dict):
+            dependencies = workspace.get("dependencies", {})
+            return dependencies if isinstance(dependencies, dict) else {}
+    parent = os.path.dirname(directory)
+    return {} if parent == directory else _workspace_dependencies(parent)
 
 
 def _dependency_tables(data: dict):

@@ -14,9 +14,9 @@ class Bilinear(RustRule):
     summary = "Tensor::upsample_bilinear2d / upsample_bilinear2d_with_scale: backward() fails"
     why = "candle-core's backprop has no gradient for UpsampleBilinear2D: backward() returns 'backward not supported for upsample_bilinear2d'"
     source = "candle-core 0.11.0 src/backprop.rs (Op::UpsampleBilinear2D); measured: docs/candle-measured.md, op upsample_bilinear2d"
-    fix_hint = "candle-port-ops' bilinear resize (crates/candle-port-ops: built from matmuls, full backward)"
+    fix_hint = "candle_port_ops::interpolate(&xs, &Interpolate::size(&[h, w], Mode::Bilinear)) (crates/candle-port-ops: built from ops with a backward)"
     VALID = (
-        "use candle::Tensor;\nfn f(xs: &Tensor) -> candle::Result<Tensor> {\n    candle_port_ops::upsample_bilinear2d(xs, 64, 64, false)\n}\n",
+        "use candle::Tensor;\nfn f(xs: &Tensor) -> candle::Result<Tensor> {\n    candle_port_ops::interpolate(xs, &Interpolate::size(&[64, 64], Mode::Bilinear))\n}\n",
         # a method of that name in a file that does not use candle is someone else's
         "fn f(img: &Image) -> Image {\n    img.upsample_bilinear2d(64, 64, false)\n}\n",
     )

@@ -24,9 +24,9 @@ class Nearest(RustRule):
     )
     source = "candle-core 0.11.0 src/backprop.rs (Op::UpsampleNearest2D); measured: docs/candle-measured.md, op upsample_nearest2d"
     default_severity = Severity.WARNING
-    fix_hint = "candle-port-ops' nearest resize (an index_select gather, full and correct backward)"
+    fix_hint = "candle_port_ops::interpolate(&xs, &Interpolate::size(&[h, w], Mode::Nearest)) (a gather, exact backward)"
     VALID = (
-        "use candle::Tensor;\nfn f(xs: &Tensor) -> candle::Result<Tensor> {\n    candle_port_ops::upsample_nearest2d(xs, 64, 64)\n}\n",
+        "use candle::Tensor;\nfn f(xs: &Tensor) -> candle::Result<Tensor> {\n    candle_port_ops::interpolate(xs, &Interpolate::size(&[64, 64], Mode::Nearest))\n}\n",
         "use candle::Tensor;\nfn f(xs: &Tensor) -> candle::Result<Tensor> {\n    xs.upsample_nearest1d(64)\n}\n",
     )
     INVALID = (

@@ -23,10 +23,10 @@ class PoolStride(RustRule):
 
     code = "CP206"
     name = "pool-stride"
-    summary = "max_pool2d_with_stride / avg_pool2d_with_stride with stride != kernel: backward() fails"
+    summary = "Tensor::max_pool2d_with_stride / avg_pool2d_with_stride with stride != kernel: backward() fails"
     why = "candle's pooling backward bails with 'backward not supported for maxpool2d (avgpool2d) if ksize != stride'"
     source = "candle-core 0.11.0 src/backprop.rs:343-377; measured: docs/candle-measured.md, ops max_pool2d and avg_pool2d"
-    fix_hint = "candle-port-ops' max_pool2d / avg_pool2d (any kernel, stride and padding, full backward)"
+    fix_hint = "candle_port_ops::max_pool2d / avg_pool2d(&xs, &Pool::new(&[k, k]).stride(&[s, s])) (any kernel, stride and padding, full backward)"
     VALID = (
         "use candle::Tensor;\nfn f(xs: &Tensor) -> candle::Result<Tensor> {\n    xs.max_pool2d_with_stride(2, 2)\n}\n",
         "use candle::Tensor;\nfn f(xs: &Tensor, k: usize, s: usize) -> candle::Result<Tensor> {\n    xs.avg_pool2d_with_stride(k, s)\n}\n",

@@ -18,11 +18,11 @@ class PoolGradient(RustRule):
 
     code = "CP207"
     name = "pool-gradient"
-    summary = "max_pool2d (kernel == stride): a silently wrong gradient; avg_pool2d: wrong when H or W is not a multiple of the kernel"
+    summary = "Tensor::max_pool2d (kernel == stride): a silently wrong gradient; avg_pool2d: wrong when H or W is not a multiple of the kernel"
     why = "candle's MaxPool2D backward spreads the gradient wrongly (measured 75% off), and AvgPool2D's is wrong for a size the kernel does not divide"
     source = "candle-core 0.11.0 src/backprop.rs:343-377; measured: docs/candle-measured.md, ops max_pool2d and avg_pool2d"
     severity_note = "a warning for avg_pool2d, whose gradient is wrong only for sizes the kernel does not divide"
-    fix_hint = "candle-port-ops' max_pool2d / avg_pool2d (exact, full backward)"
+    fix_hint = "candle_port_ops::max_pool2d / avg_pool2d(&xs, &Pool::new(&[k, k])) (exact backward)"
     VALID = (
         # kernel 1 is the identity, measured right
         "use candle::Tensor;\nfn f(xs: &Tensor) -> candle::Result<Tensor> {\n    xs.max_pool2d(1)\n}\n",

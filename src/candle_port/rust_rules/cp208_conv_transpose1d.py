@@ -15,7 +15,7 @@ class ConvTranspose1d(RustRule):
     summary = "Tensor::conv_transpose1d, or a candle_nn::ConvTranspose1d layer: backward() fails"
     why = "candle-core's backprop returns 'backward is not supported for conv-transpose1d'"
     source = "candle-core 0.11.0 src/backprop.rs:314; measured: docs/candle-measured.md, op conv_transpose1d"
-    fix_hint = "candle-port-ops' transposed convolution (built from conv1d and index ops, full backward)"
+    fix_hint = "candle_port_ops::conv_transpose1d(&xs, &w, bias, &Conv::new().stride(..).padding(..)) (built from ops with a backward)"
     VALID = (
         "use candle::Tensor;\nfn f(xs: &Tensor, w: &Tensor) -> candle::Result<Tensor> {\n    xs.conv1d(w, 0, 1, 1, 1)\n}\n",
     )

@@ -21,7 +21,7 @@ class ConvTranspose2d(RustRule):
     summary = "conv_transpose2d (or a candle_nn::ConvTranspose2d) with output_padding >= stride: backward() fails"
     why = "candle's conv_transpose2d backward fails with a shape mismatch when output_padding >= stride"
     source = "candle-core 0.11.0 src/backprop.rs (Op::ConvTranspose2D); measured: docs/candle-measured.md, op conv_transpose2d"
-    fix_hint = "candle-port-ops' transposed convolution, or an output_padding below the stride"
+    fix_hint = "candle_port_ops::conv_transpose2d(&xs, &w, bias, &Conv::new()...), or an output_padding below the stride"
     VALID = (
         "use candle::Tensor;\nfn f(xs: &Tensor, w: &Tensor) -> candle::Result<Tensor> {\n    xs.conv_transpose2d(w, 1, 1, 2, 1)\n}\n",
         "use candle_nn::{conv_transpose2d, ConvTranspose2dConfig};\nfn f(vb: VarBuilder) -> Result<ConvTranspose2d> {\n"
