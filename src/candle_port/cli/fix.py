@@ -178,7 +178,7 @@ def _summarize(report, strategy: str, output_format: SummaryFormat, quiet: bool,
     for e in report.errors:
         err.print(f"[bold red]error[/bold red]: {escape(e.describe())}", soft_wrap=True)
     for directory in report.empty_directories:  # as port-check says it
-        err.print(f"[yellow]warning[/yellow]: no Python files found under {escape(directory)}", soft_wrap=True)
+        err.print(f"[yellow]warning[/yellow]: no Python or Rust files found under {escape(directory)}", soft_wrap=True)
     if quiet:
         return
     notes = sorted({f.note for _, f in fixed if f.note})

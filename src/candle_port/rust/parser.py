@@ -62,3 +62,9 @@ def _error_nodes(node) -> list:
             continue
         stack.extend(reversed([child for child in current.children if child.has_error or child.is_missing]))
     return found
+
+
+def error_count(data: bytes) -> int:
+    """How many ERROR and MISSING nodes tree-sitter finds in `data` (0 for a clean parse)."""
+    root = _parser().parse(data).root_node
+    return len(_error_nodes(root)) if root.has_error else 0

@@ -1,0 +1,161 @@
+"""port-fix on Rust: the rewrites of the fused candle-nn calls to their differentiable twins
+(candle_port.rust.fixer), what it leaves alone, its invariants (idempotent, re-check clean,
+untouched bytes kept, rustfmt-clean) and the command's wiring (diff, write, BOM, bad files)."""
+
+from __future__ import annotations
+
+import codecs
+import shutil
+import subprocess
+
+import pytest
+
+from candle_port.config import Config
+from candle_port.rust.cargo import CrateContext
+from candle_port.rust.checker import check_rust_source
+from candle_port.rust.fixer import fix_rust_text
+from tests.conftest import run_tool
+
+CONTEXT = CrateContext("0.11.0", "--candle-version")
+
+
+def fix(text: str, renames=()):
+    return fix_rust_text(text, "model.rs", Config(), CrateContext("0.11.0", "--candle-version", tuple(renames)))
+
+
+REWRITTEN = [
+    pytest.param(
+        "fn f(xs: &candle::Tensor) -> candle::Result<candle::Tensor> {\n    candle_nn::ops::softmax_last_dim(xs)\n}\n",
+        "fn f(xs: &candle::Tensor) -> candle::Result<candle::Tensor> {\n    candle_nn::ops::softmax(xs, candle::D::Minus1)\n}\n",
+        (),
+        id="softmax-path",
+    ),
+    pytest.param(
+        "use candle_core::Tensor;\nuse candle_nn::ops::softmax_last_dim;\n\nfn f(xs: &Tensor) -> candle_core::Result<Tensor> {\n    softmax_last_dim(xs)\n}\n",
+        "use candle_core::Tensor;\n\nfn f(xs: &Tensor) -> candle_core::Result<Tensor> {\n    candle_nn::ops::softmax(xs, candle_core::D::Minus1)\n}\n",
+        (),
+        id="softmax-bare-import-removed",
+    ),
+    pytest.param(
+        "fn f(xs: &Tensor) -> Result<Tensor> {\n    nn::ops::softmax_last_dim(xs)\n}\n",
+        "fn f(xs: &Tensor) -> Result<Tensor> {\n    nn::ops::softmax(xs, cc::D::Minus1)\n}\n",
+        (("cc", "candle_core"), ("nn", "candle_nn")),
+        id="softmax-renamed-crates",
+    ),
+    pytest.param(
+        "fn f(x: &Tensor, w: &Tensor, b: &Tensor) -> Result<Tensor> {\n    candle_nn::ops::layer_norm(x, w, b, 1e-5)\n}\n",
+        "fn f(x: &Tensor, w: &Tensor, b: &Tensor) -> Result<Tensor> {\n    candle_nn::ops::layer_norm_slow(x, w, b, 1e-5)\n}\n",
+        (),
+        id="layer-norm-op",
+    ),
+    pytest.param(
+        "use candle_nn::ops;\nfn f(x: &Tensor, w: &Tensor) -> Result<Tensor> {\n    ops::rms_norm(x, w, 1e-6)\n}\n",
+        "use candle_nn::ops;\nfn f(x: &Tensor, w: &Tensor) -> Result<Tensor> {\n    candle_nn::ops::rms_norm_slow(x, w, 1e-6)\n}\n",
+        (),
+        id="rms-norm-op-module-import-kept",
+    ),
+    pytest.param(
+        "fn f(q: &Tensor, c: &Tensor, s: &Tensor) -> Result<Tensor> {\n    candle_nn::rotary_emb::rope(q, c, s)\n}\n",
+        "fn f(q: &Tensor, c: &Tensor, s: &Tensor) -> Result<Tensor> {\n    candle_nn::rotary_emb::rope_slow(q, c, s)\n}\n",
+        (),
+        id="rope",
+    ),
+    pytest.param(
+        "use candle_nn::rotary_emb::rope_i;\nfn f(q: &Tensor, c: &Tensor, s: &Tensor) -> Result<Tensor> {\n    let a = rope_i(q, c, s)?;\n    rope_i(&a, c, s)\n}\n",
+        "fn f(q: &Tensor, c: &Tensor, s: &Tensor) -> Result<Tensor> {\n    let a = candle_nn::rotary_emb::rope_i_slow(q, c, s)?;\n    candle_nn::rotary_emb::rope_i_slow(&a, c, s)\n}\n",
+        (),
+        id="rope-i-twice-import-removed",
+    ),
+]
+
+
+@pytest.mark.parametrize(("before", "after", "renames"), REWRITTEN)
+def test_rewritten(before, after, renames):
+    result = fix(before, renames)
+    assert result.text == after
+    assert fix(result.text, renames).text == result.text  # idempotent
+    fixed_codes = {f.code for f in result.fixed}
+    config_context = CrateContext("0.11.0", "--candle-version", tuple(renames))
+    from candle_port.rust.checker import check_rust_bytes
+
+    again = check_rust_bytes(result.text.encode(), "model.rs", Config(), config_context)
+    assert not fixed_codes & {f.code for f in again.findings}
+
+
+LEFT_ALONE = [
+    pytest.param("use candle_nn::rotary_emb;\nfn f(q: &Tensor, c: &Tensor, s: &Tensor) -> Result<Tensor> {\n    rotary_emb::rope_thd(q, c, s)\n}\n", "unfixable", id="rope-thd-has-no-twin"),
+    pytest.param("fn f(vb: VarBuilder) -> Result<candle_nn::LayerNorm> {\n    candle_nn::layer_norm(768, 1e-6, vb)\n}\n", "unfixable", id="layer-norm-layer"),
+    pytest.param("use candle::Tensor;\nfn f(xs: &Tensor) -> candle::Result<Tensor> {\n    xs.upsample_bilinear2d(8, 8, false)\n}\n", "unfixable", id="bilinear"),
+    pytest.param("fn f(xs: &Tensor) -> Result<Tensor> {\n    candle_nn::ops::softmax_last_dim(xs, 1)\n}\n", "refused", id="wrong-arity"),
+    pytest.param("fn f(xs: &Tensor) -> Result<Tensor> {\n    candle_nn::ops::softmax_last_dim(xs) // port: ignore[CP201]\n}\n", "none", id="suppressed"),
+]
+
+
+@pytest.mark.parametrize(("before", "why"), LEFT_ALONE)
+def test_left_alone(before, why):
+    result = fix(before)
+    assert result.text == before
+    assert bool(result.unfixable) is (why == "unfixable")
+    assert bool(result.refused) is (why == "refused")
+
+
+def test_untouched_bytes_and_crlf_are_kept():
+    before = "// caf\u00e9 \u00e0 la carte\r\nfn f(xs: &Tensor) -> Result<Tensor> {\r\n    candle_nn::ops::softmax_last_dim(xs) /* fused */\r\n}\r\n"
+    result = fix(before)
+    assert result.text == before.replace("softmax_last_dim(xs)", "softmax(xs, candle_core::D::Minus1)")
+
+
+@pytest.mark.skipif(shutil.which("rustfmt") is None, reason="rustfmt comes with cargo (rustup)")
+def test_a_lengthened_line_is_formatted_when_the_file_was_rustfmt_clean(tmp_path):
+    before = (
+        "fn f(w: &Tensor, v: &Tensor) -> Result<Tensor> {\n"
+        "    let attn_weights =\n"
+        "        candle_nn::ops::softmax_last_dim(&attn_weights_long_name)?.to_dtype(v.dtype())?;\n"
+        "    Ok(attn_weights)\n}\n"
+    )
+    path = tmp_path / "m.rs"
+    assert subprocess.run(["rustfmt", "--check", "--edition", "2021"], input=before, text=True, capture_output=True).returncode == 0
+    result = fix_rust_text(before, str(path), Config(), CONTEXT)
+    assert "softmax(&attn_weights_long_name, candle_core::D::Minus1)" in result.text
+    assert subprocess.run(["rustfmt", "--check", "--edition", "2021"], input=result.text, text=True, capture_output=True).returncode == 0
+
+
+@pytest.fixture()
+def crate(tmp_path):
+    root = tmp_path / "demo"
+    (root / "src").mkdir(parents=True)
+    (root / "Cargo.toml").write_text('[package]\nname = "demo"\nversion = "0.1.0"\nedition = "2021"\n\n[dependencies]\ncandle = { package = "candle-core", version = "0.11.0" }\ncandle-nn = "0.11.0"\n')
+    (root / "src" / "lib.rs").write_bytes(codecs.BOM_UTF8 + b"use candle::Tensor;\n\npub fn f(xs: &Tensor) -> candle::Result<Tensor> {\n    candle_nn::ops::softmax_last_dim(xs)\n}\n")
+    return root
+
+
+def test_port_fix_diff_then_write_keeps_the_bom(crate):
+    lib = crate / "src" / "lib.rs"
+    before = lib.read_bytes()
+    diff = run_tool("--diff", str(crate), tool="fix")
+    assert diff.returncode == 0, diff.stderr
+    assert "+    candle_nn::ops::softmax(xs, candle::D::Minus1)" in diff.stdout.decode()
+    assert lib.read_bytes() == before
+    done = run_tool(str(crate), tool="fix")
+    assert done.returncode == 0 and "1 site fixed in 1 file" in done.stderr.decode()
+    assert lib.read_bytes() == before.replace(b"softmax_last_dim(xs)", b"softmax(xs, candle::D::Minus1)")
+    assert run_tool(str(crate), "--no-cache").returncode == 0 and "CP201" not in run_tool(str(crate), "--no-cache").stdout.decode()
+
+
+def test_port_fix_check_and_a_bad_file(crate):
+    (crate / "src" / "bad.rs").write_bytes(b"// \xff\nfn f() {}\n")
+    done = run_tool("--check", str(crate), tool="fix")
+    err = done.stderr.decode()
+    assert done.returncode == 3, err  # a bad file wins over "would change" (1)
+    assert f"{crate / 'src' / 'bad.rs'}: not valid utf-8" in err and "1 site would be fixed" in err
+
+
+def test_stdin_with_a_rust_filename():
+    text = b"fn f(xs: &Tensor) -> Result<Tensor> {\n    candle_nn::rotary_emb::rope(xs, c, s)\n}\n"
+    done = run_tool("-", "--stdin-filename", "m.rs", stdin=text, tool="fix")
+    assert done.returncode == 0 and done.stdout == text.replace(b"rope(", b"rope_slow(")
+
+
+def test_check_rust_source_helper_sees_the_fixed_result_clean():
+    result = fix(REWRITTEN[0].values[0])
+    assert [f.code for f in check_rust_source(result.text).findings] == []
