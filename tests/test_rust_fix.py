@@ -20,7 +20,13 @@ CONTEXT = CrateContext("0.11.0", "--candle-version")
 
 
 def fix(text: str, renames=()):
-    return fix_rust_text(text, "model.rs", Config(), CrateContext("0.11.0", "--candle-version", tuple(renames)))
+    """The splice alone (rustfmt's pass has its own test below)."""
+    from unittest import mock
+
+    from candle_port.rust import fixer
+
+    with mock.patch.object(fixer, "_formatted", lambda original, new, path: new):
+        return fix_rust_text(text, "model.rs", Config(), CrateContext("0.11.0", "--candle-version", tuple(renames)))
 
 
 REWRITTEN = [
@@ -69,6 +75,41 @@ REWRITTEN = [
 ]
 
 
+OPS = "candle_port_ops"
+REWRITTEN += [
+    pytest.param(
+        "use candle::Tensor;\nfn f(xs: &Tensor) -> candle::Result<Tensor> {\n    xs.max_pool2d_with_stride(3, 2)\n}\n",
+        f"use candle::Tensor;\nfn f(xs: &Tensor) -> candle::Result<Tensor> {{\n    {OPS}::max_pool2d(&xs, &{OPS}::Pool::new(&[3, 3]).stride(&[2, 2]))\n}}\n",
+        (),
+        id="max-pool-with-stride",
+    ),
+    pytest.param(
+        "use candle::Tensor;\nfn f(xs: &Tensor) -> candle::Result<Tensor> {\n    Tensor::avg_pool2d(xs, (2, 3))\n}\n",
+        f"use candle::Tensor;\nfn f(xs: &Tensor) -> candle::Result<Tensor> {{\n    {OPS}::avg_pool2d(xs, &{OPS}::Pool::new(&[2, 3]))\n}}\n",
+        (),
+        id="avg-pool-path-form",
+    ),
+    pytest.param(
+        "use candle::Tensor;\nfn f(xs: &Tensor) -> candle::Result<Tensor> {\n    xs.upsample_bilinear2d(8, 8, true)\n}\n",
+        f"use candle::Tensor;\nfn f(xs: &Tensor) -> candle::Result<Tensor> {{\n    {OPS}::interpolate(&xs, &{OPS}::Interpolate::size(&[8, 8], {OPS}::Mode::Bilinear).align_corners(true))\n}}\n",
+        (),
+        id="bilinear",
+    ),
+    pytest.param(
+        "use candle::Tensor;\nfn f(xs: &Tensor, w: &Tensor) -> candle::Result<Tensor> {\n    xs.max_pool2d(2)?.interpolate2d(4, 4)\n}\n",
+        f"use candle::Tensor;\nfn f(xs: &Tensor, w: &Tensor) -> candle::Result<Tensor> {{\n    {OPS}::interpolate(&{OPS}::max_pool2d(&xs, &{OPS}::Pool::new(&[2, 2]))?, &{OPS}::Interpolate::size(&[4, 4], {OPS}::Mode::Nearest))\n}}\n",
+        (),
+        id="chain-inner-first",
+    ),
+    pytest.param(
+        "use candle::Tensor;\nfn f(xs: &Tensor, w: &Tensor, s: usize) -> candle::Result<Tensor> {\n    xs.conv_transpose1d(w, 1, 0, s, 1, 1)\n}\n",
+        f"use candle::Tensor;\nfn f(xs: &Tensor, w: &Tensor, s: usize) -> candle::Result<Tensor> {{\n    {OPS}::conv_transpose1d(&xs, w, None, &{OPS}::Conv::new().padding(&[1]).output_padding(&[0]).stride(&[s]).dilation(&[1]).groups(1))\n}}\n",
+        (),
+        id="conv-transpose1d",
+    ),
+]
+
+
 @pytest.mark.parametrize(("before", "after", "renames"), REWRITTEN)
 def test_rewritten(before, after, renames):
     result = fix(before, renames)
@@ -85,7 +126,9 @@ def test_rewritten(before, after, renames):
 LEFT_ALONE = [
     pytest.param("use candle_nn::rotary_emb;\nfn f(q: &Tensor, c: &Tensor, s: &Tensor) -> Result<Tensor> {\n    rotary_emb::rope_thd(q, c, s)\n}\n", "unfixable", id="rope-thd-has-no-twin"),
     pytest.param("fn f(vb: VarBuilder) -> Result<candle_nn::LayerNorm> {\n    candle_nn::layer_norm(768, 1e-6, vb)\n}\n", "unfixable", id="layer-norm-layer"),
-    pytest.param("use candle::Tensor;\nfn f(xs: &Tensor) -> candle::Result<Tensor> {\n    xs.upsample_bilinear2d(8, 8, false)\n}\n", "unfixable", id="bilinear"),
+    pytest.param("use candle::Tensor;\nfn f(xs: &Tensor) -> candle::Result<Tensor> {\n    candle_nn::conv_transpose1d(4, 4, 3, Default::default(), vb)\n}\n", "unfixable", id="conv-transpose1d-layer"),
+    pytest.param("use candle::Tensor;\nfn f(xs: &Tensor, k: usize) -> candle::Result<Tensor> {\n    xs.max_pool2d(k)\n}\n", "refused", id="pool-size-not-literal"),
+    pytest.param("use candle::Tensor;\nfn f(xs: &Tensor) -> candle::Result<Tensor> {\n    xs.upsample_bilinear2d_with_scale(2.0, 2.0, false)\n}\n", "unfixable", id="bilinear-with-scale"),
     pytest.param("fn f(xs: &Tensor) -> Result<Tensor> {\n    candle_nn::ops::softmax_last_dim(xs, 1)\n}\n", "refused", id="wrong-arity"),
     pytest.param("fn f(xs: &Tensor) -> Result<Tensor> {\n    candle_nn::ops::softmax_last_dim(xs) // port: ignore[CP201]\n}\n", "none", id="suppressed"),
 ]
@@ -97,6 +140,11 @@ def test_left_alone(before, why):
     assert result.text == before
     assert bool(result.unfixable) is (why == "unfixable")
     assert bool(result.refused) is (why == "refused")
+
+
+def test_the_ops_rewrites_ask_for_the_dependency():
+    assert fix(REWRITTEN[-1].values[0]).needs_ops_crate
+    assert not fix(REWRITTEN[0].values[0]).needs_ops_crate
 
 
 def test_untouched_bytes_and_crlf_are_kept():
@@ -140,6 +188,27 @@ def test_port_fix_diff_then_write_keeps_the_bom(crate):
     assert done.returncode == 0 and "1 site fixed in 1 file" in done.stderr.decode()
     assert lib.read_bytes() == before.replace(b"softmax_last_dim(xs)", b"softmax(xs, candle::D::Minus1)")
     assert run_tool(str(crate), "--no-cache").returncode == 0 and "CP201" not in run_tool(str(crate), "--no-cache").stdout.decode()
+
+
+def test_the_manifest_gets_candle_port_ops_once(crate, tmp_path):
+    (crate / "src" / "pool.rs").write_text("use candle::Tensor;\npub fn p(xs: &Tensor) -> candle::Result<Tensor> {\n    xs.max_pool2d(2)\n}\n")
+    manifest = crate / "Cargo.toml"
+    before = manifest.read_text()
+    ops = tmp_path / "ops"
+    ops.mkdir()
+    diff = run_tool("--diff", "--ops-crate", str(ops), str(crate), tool="fix")
+    assert '+candle-port-ops = { path = "../ops" }' in diff.stdout.decode() and manifest.read_text() == before
+    assert run_tool("--ops-crate", str(ops), str(crate), tool="fix").returncode == 0
+    after = manifest.read_text()
+    assert after == before.replace('candle-nn = "0.11.0"\n', 'candle-nn = "0.11.0"\ncandle-port-ops = { path = "../ops" }\n')
+    assert run_tool("--ops-crate", "0.2.0", str(crate), tool="fix").returncode == 0 and manifest.read_text() == after  # once
+
+
+def test_a_manifest_without_dependencies_gets_the_table():
+    from candle_port.rust.ops_dependency import with_dependency
+
+    assert with_dependency('[package]\nname = "x"\n', 'candle-port-ops = "0.2.0"') == '[package]\nname = "x"\n\n[dependencies]\ncandle-port-ops = "0.2.0"\n'
+    assert with_dependency('[dependencies]\na = "1"\n\n[dev-dependencies]\nb = "1"\n', 'c = "2"') == '[dependencies]\na = "1"\nc = "2"\n\n[dev-dependencies]\nb = "1"\n'
 
 
 def test_port_fix_check_and_a_bad_file(crate):

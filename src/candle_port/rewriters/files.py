@@ -224,6 +224,7 @@ def fix_files(
     vendor: str | os.PathLike | None = None,
     jobs: int | None = None,
     force_read_only: bool = False,
+    ops_crate: str | None = None,
 ) -> FixReport:
     """Fix every Python file under `paths` with `strategy` (default: the config's), and every Rust
     file (candle_port.rust.fixer; the strategy is Python's).
@@ -231,7 +232,8 @@ def fix_files(
     `write=False` computes everything and writes nothing (for --diff and --check). `vendor`:
     write the single-file runtime into that directory and import it from there (not for the
     nearest strategy, which imports nothing); it is written, atomically, before any other file.
-    `force_read_only`: rewrite read-only files too (they stay read-only).
+    `force_read_only`: rewrite read-only files too (they stay read-only). `ops_crate`: where a
+    Rust crate whose rewrite calls candle-port-ops gets it (rust/ops_dependency.py).
     """
     config = config or Config()
     strategy = strategy or config.strategy
@@ -294,7 +296,44 @@ def fix_files(
             report.errors.append(outcome)
         else:
             report.results.append(outcome)
+    if not report.interrupted:
+        _add_ops_dependencies(report, ops_crate, write, force_read_only)
     return report
+
+
+def _add_ops_dependencies(report: FixReport, ops_crate: str | None, write: bool, force_read_only: bool) -> None:
+    """Each crate whose Rust rewrites call candle-port-ops gets the dependency in its Cargo.toml
+    (in this process, once per manifest, after every file: workers never edit a shared file)."""
+    wanted = [r for r in report.results if r.needs_ops_crate]
+    if not wanted:
+        return
+    from candle_port.rust.cargo import find_manifest
+    from candle_port.rust.ops_dependency import NAME, manifest_edit
+
+    manifests = sorted({m for m in (find_manifest(os.path.dirname(os.path.abspath(r.path))) for r in wanted) if m})
+    for manifest in manifests:
+        shown = os.path.relpath(manifest) if not os.path.isabs(wanted[0].path) else manifest
+        edit = manifest_edit(manifest, ops_crate)
+        if edit is None:
+            continue
+        if isinstance(edit, str):
+            report.errors.append(FileError(shown, edit))
+            continue
+        old, new = edit
+        result = FixResult(shown, "rust", old, new)
+        if write:
+            try:
+                write_back(take_snapshot(manifest), new.encode("utf-8"), WritePolicy(force_read_only=force_read_only))
+            except WriteRefused as exc:
+                report.errors.append(NotWritten(shown, f"not written ({NAME} not added): {exc}"))
+                continue
+            except (WriteFailed, SourceError) as exc:
+                report.errors.append(FileError(shown, f"{NAME} not added: {exc}"))
+                continue
+            except OSError as exc:
+                report.errors.append(FileError(shown, f"{NAME} not added: cannot write: {exc.strerror or exc}"))
+                continue
+        report.results.append(result)
 
 
 def _fix_source(text: str, strategy: str, path: str, config: Config, vendored_module: str | None) -> FixResult | FileError:

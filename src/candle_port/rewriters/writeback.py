@@ -115,10 +115,22 @@ def check_rust_parses(data: bytes, before: bytes, path: str) -> None:
         raise WriteFailed("the new text does not parse as Rust, file left unchanged")
 
 
+def check_toml(data: bytes) -> None:
+    """A manifest port-fix edits (Cargo.toml) must stay valid TOML; WriteFailed otherwise."""
+    import tomllib
+
+    try:
+        tomllib.loads(data.decode("utf-8"))
+    except (UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
+        raise WriteFailed(f"the new manifest is not valid TOML, file left unchanged: {exc}") from None
+
+
 def write_back(snapshot: Snapshot, data: bytes, policy: WritePolicy = WritePolicy()) -> None:
     """Replace the snapshot's file with `data`, or raise and leave it exactly as it is."""
     if snapshot.path.endswith(".rs"):
         check_rust_parses(data, snapshot.data, snapshot.path)
+    elif snapshot.path.endswith(".toml"):
+        check_toml(data)
     else:
         check_compiles(data, snapshot.path)
     real = os.path.realpath(snapshot.path)

@@ -10,10 +10,21 @@ ships, keeping every other byte.
 Each twin has the same arguments and candle-nn's composed, differentiable body (candle-nn 0.11.0
 src/ops.rs and src/rotary_emb.rs), so the rewrite needs no new dependency or `use` line: the
 callee is written as a full path with the crate's own names for candle's crates, and a `use` of
-the fused name left unused is removed. A call written any other way (another argument count, a
+the fused name left unused is removed.
+
+Tensor methods whose backward fails or is wrong go to candle-port-ops (crates/candle-port-ops),
+whose ops equal torch's in forward and backward; the crate gets the dependency (ops_dependency.py):
+
+    xs.max_pool2d_with_stride(3, 2)      -> candle_port_ops::max_pool2d(&xs, &candle_port_ops::Pool::new(&[3, 3]).stride(&[2, 2]))
+    xs.max_pool2d(2), avg_pool2d(..)     -> the same with Pool::new(&[2, 2]) (torch's stride = kernel)
+    xs.upsample_nearest2d(h, w)          -> candle_port_ops::interpolate(&xs, &candle_port_ops::Interpolate::size(&[h, w], candle_port_ops::Mode::Nearest))
+    xs.upsample_bilinear2d(h, w, ac)     -> the same with Mode::Bilinear and .align_corners(ac)
+    xs.conv_transpose1d(w, p, op, s, d, g) -> candle_port_ops::conv_transpose1d(&xs, w, None, &candle_port_ops::Conv::new().padding(&[p])...)
+
+A call written any other way (another argument count, a pool size that is not a literal, a
 macro) is refused with the reason; the other findings (the LayerNorm/RmsNorm layers, rope_thd,
-resizing, pooling, transposed convolutions) are listed with their hint. When the file was
-rustfmt-clean and rustfmt is on PATH, the result is formatted by rustfmt so it stays clean.
+candle-nn's ConvTranspose1d layer) are listed with their hint. When the file was rustfmt-clean
+and rustfmt is on PATH, the result is formatted by rustfmt so it stays clean.
 """
 
 from __future__ import annotations
@@ -39,46 +50,83 @@ _ROPE_TWINS = {"rope": "rope_slow", "rope_i": "rope_i_slow"}
 
 
 def fix_rust_text(text: str, path: str, config: Config, context: CrateContext) -> FixResult:
-    """The rewrite of one Rust text (FixResult; `text` is the original when nothing changed)."""
+    """The rewrite of one Rust text (FixResult; `text` is the original when nothing changed).
+
+    A call inside another's receiver (`xs.max_pool2d(2)?.upsample_nearest2d(h, w)`) is rewritten
+    first and the outer one in the next pass, on the new text: each pass rewrites the calls that
+    hold no other rewritten call, and the passes end when one rewrites nothing."""
+    result = FixResult(path, STRATEGY, text, text)
+    current = text
+    for _ in range(MAX_PASSES):
+        outcome = _one_pass(current, path, config, context)
+        if isinstance(outcome, FileError):
+            result.error = outcome
+            return result
+        new, fixed, refused, unfixable, uses_ops = outcome
+        result.fixed.extend(fixed)
+        result.refused, result.unfixable = refused, unfixable
+        result.needs_ops_crate = result.needs_ops_crate or uses_ops
+        if new is None:
+            break
+        current = new
+    if current != text:
+        result.text = _formatted(text, current, path)
+    return result
+
+
+# Chains of rewritable calls deeper than this are left for a second run.
+MAX_PASSES = 8
+
+
+def _one_pass(text: str, path: str, config: Config, context: CrateContext):
+    """(the new text or None, fixed, refused, unfixable, whether candle-port-ops is called), or
+    the FileError of a text that does not parse."""
     from candle_port.rust.checker import check_rust_bytes
     from candle_port.rust.parser import parse_rust
     from candle_port.rust.sites import scan
 
-    result = FixResult(path, STRATEGY, text, text)
     data = text.encode("utf-8")
     checked = check_rust_bytes(data, path, config, context)
     if checked.error is not None:
-        result.error = checked.error
-        return result
+        return checked.error
+    fixed: list[Fixed] = []
+    refused: list[Refused] = []
+    unfixable: list[Unfixable] = []
     if not checked.findings:
-        return result
+        return None, fixed, refused, unfixable, False
     tree = parse_rust(data, path)
     if isinstance(tree, FileError):
-        result.error = tree
-        return result
+        return tree
     names = dict(context.renames)
     sites = {site.position()[:2]: site for site in scan(tree, data, names)}
-    edits: list[tuple[int, int, bytes]] = []
-    renamed: set[str] = set()
+    planned = []
     for finding in checked.findings:
         site = sites.get((finding.line, finding.column))
         rewrite = _rewrite(site, finding.code, names, data) if site is not None else "not a call port-fix can read"
         if isinstance(rewrite, list):
-            edits.extend(rewrite)
-            bare = site.call.child_by_field_name("function")
-            if bare is not None and bare.type == "identifier":
-                renamed.add(bare.text.decode("utf-8"))
-            result.fixed.append(Fixed(finding.code, finding.line, finding.column, STRATEGY, site.shown))
+            planned.append((site, finding, rewrite))
         elif rewrite is None:
-            result.unfixable.append(Unfixable(finding.code, finding.line, finding.column, finding.hint))
+            unfixable.append(Unfixable(finding.code, finding.line, finding.column, finding.hint))
         else:
-            result.refused.append(Refused(finding.code, finding.line, finding.column, rewrite))
+            refused.append(Refused(finding.code, finding.line, finding.column, rewrite))
+    edits: list[tuple[int, int, bytes]] = []
+    renamed: set[str] = set()
+    uses_ops = False
+    calls = [(site.call.start_byte, site.call.end_byte) for site, _, _ in planned]
+    for site, finding, rewrite in planned:
+        span = (site.call.start_byte, site.call.end_byte)
+        if any(other != span and span[0] <= other[0] and other[1] <= span[1] for other in calls):
+            continue  # holds another rewritten call: the next pass, on the new text
+        edits.extend(rewrite)
+        uses_ops = uses_ops or site.api in OPS_TARGETS
+        bare = site.call.child_by_field_name("function")
+        if bare is not None and bare.type == "identifier":
+            renamed.add(bare.text.decode("utf-8"))
+        fixed.append(Fixed(finding.code, finding.line, finding.column, STRATEGY, site.shown))
     if not edits:
-        return result
+        return None, fixed, refused, unfixable, uses_ops
     edits.extend(_unused_imports(tree, data, renamed, {(start, end) for start, end, _ in edits}))
-    new = _apply(data, edits).decode("utf-8")
-    result.text = _formatted(text, new, path)
-    return result
+    return _apply(data, edits).decode("utf-8"), fixed, refused, unfixable, uses_ops
 
 
 def _crate_name(names: dict[str, str], canonical: str, data: bytes) -> str:
@@ -95,6 +143,8 @@ def _crate_name(names: dict[str, str], canonical: str, data: bytes) -> str:
 def _rewrite(site, code: str, names: dict[str, str], data: bytes):
     """The byte edits of one site; None for a finding no rewrite exists for (its hint says what to
     do); a string: why this call of a fixable API is refused."""
+    if site.api in OPS_TARGETS:
+        return _ops_rewrite(site, data)
     twin = TWINS.get(site.api)
     if twin is None:
         return None
@@ -116,6 +166,72 @@ def _rewrite(site, code: str, names: dict[str, str], data: bytes):
         last = site.args[-1]
         edits.append((last.end_byte, last.end_byte, f", {core}::D::Minus1".encode()))
     return edits
+
+
+# Tensor methods rewritten to candle-port-ops: (the op, its expected argument count).
+OPS_TARGETS = {
+    "max_pool2d": ("max_pool2d", 1),
+    "max_pool2d_with_stride": ("max_pool2d", 2),
+    "avg_pool2d": ("avg_pool2d", 1),
+    "avg_pool2d_with_stride": ("avg_pool2d", 2),
+    "upsample_nearest2d": ("interpolate", 2),
+    "interpolate2d": ("interpolate", 2),
+    "upsample_bilinear2d": ("interpolate", 3),
+    "conv_transpose1d": ("conv_transpose1d", 6),
+    "conv_transpose2d": ("conv_transpose2d", 5),
+}
+OPS = "candle_port_ops"
+
+
+def _ops_rewrite(site, data: bytes):
+    """A Tensor method (or `Tensor::method(&xs, ..)`) as the candle-port-ops call."""
+    from candle_port.rust.sites import literal
+
+    op, arity = OPS_TARGETS[site.api]
+    if len(site.args) != arity:
+        return f"{site.shown} is called with {len(site.args)} arguments, not {arity}: not rewritten"
+    function = site.call.child_by_field_name("function")
+    if function is None:
+        return f"{site.shown}: not a call port-fix can read"
+    if function.type == "field_expression":
+        receiver = function.child_by_field_name("value")
+        tensor = "&" + _text(receiver, data)
+    else:
+        every = site.call.child_by_field_name("arguments")
+        first = [a for a in every.named_children if a.type not in ("line_comment", "block_comment")][0]
+        tensor = _text(first, data)  # `Tensor::max_pool2d(&xs, 2)`: already a reference
+    args = [_text(a, data) for a in site.args]
+    if op in ("max_pool2d", "avg_pool2d"):
+        pairs = [_pair_text(literal(a)) for a in site.args]
+        if any(p is None for p in pairs):
+            return f"{site.shown}: the pool size is not a literal (an int or a pair), so its kind is unknown: not rewritten"
+        pool = f"{OPS}::Pool::new(&{pairs[0]})" + (f".stride(&{pairs[1]})" if len(pairs) == 2 else "")
+        call = f"{OPS}::{op}({tensor}, &{pool})"
+    elif op == "interpolate":
+        mode = "Bilinear" if site.api == "upsample_bilinear2d" else "Nearest"
+        options = f"{OPS}::Interpolate::size(&[{args[0]}, {args[1]}], {OPS}::Mode::{mode})"
+        if mode == "Bilinear":
+            options += f".align_corners({args[2]})"
+        call = f"{OPS}::interpolate({tensor}, &{options})"
+    else:
+        padding, output_padding, stride, dilation = args[1:5]
+        conv = f"{OPS}::Conv::new().padding(&[{padding}]).output_padding(&[{output_padding}]).stride(&[{stride}]).dilation(&[{dilation}])"
+        if op == "conv_transpose1d":
+            conv += f".groups({args[5]})"
+        call = f"{OPS}::{op}({tensor}, {args[0]}, None, &{conv})"
+    return [(site.call.start_byte, site.call.end_byte, call.encode("utf-8"))]
+
+
+def _text(node, data: bytes) -> str:
+    return data[node.start_byte : node.end_byte].decode("utf-8")
+
+
+def _pair_text(value) -> str | None:
+    if isinstance(value, int) and not isinstance(value, bool):
+        return f"[{value}, {value}]"
+    if isinstance(value, tuple) and len(value) == 2 and all(isinstance(v, int) for v in value):
+        return f"[{value[0]}, {value[1]}]"
+    return None
 
 
 def _unused_imports(tree, data: bytes, renamed: set[str], edited: set[tuple[int, int]]):
