@@ -102,7 +102,7 @@ def _one_pass(text: str, path: str, config: Config, context: CrateContext):
     planned = []
     for finding in checked.findings:
         site = sites.get((finding.line, finding.column))
-        rewrite = _rewrite(site, finding.code, names, data) if site is not None else "not a call port-fix can read"
+        rewrite = _rewrite(site, names, data) if site is not None else "not a call port-fix can read"
         if isinstance(rewrite, list):
             planned.append((site, finding, rewrite))
         elif rewrite is None:
@@ -140,7 +140,7 @@ def _crate_name(names: dict[str, str], canonical: str, data: bytes) -> str:
     return canonical
 
 
-def _rewrite(site, code: str, names: dict[str, str], data: bytes):
+def _rewrite(site, names: dict[str, str], data: bytes):
     """The byte edits of one site; None for a finding no rewrite exists for (its hint says what to
     do); a string: why this call of a fixable API is refused."""
     if site.api in OPS_TARGETS:

@@ -193,8 +193,8 @@ def literal(node):
 
 def struct_fields(node):
     """For a struct literal (`LayerNormConfig { eps: 1e-5, affine: false, ..Default::default() }`,
-    through `&` and `.into()`-less parentheses): field name -> value node, and whether it has a
-    `..base`; None for anything else."""
+    through `&` and parentheses): field name -> value node, and the `..base` expression's text
+    ("" without one); None for anything else."""
     if node is None:
         return None
     if node.type in ("reference_expression", "parenthesized_expression"):
@@ -204,7 +204,7 @@ def struct_fields(node):
         return None
     body = node.child_by_field_name("body")
     fields: dict[str, object] = {}
-    has_base = False
+    base = ""
     for child in body.named_children if body is not None else ():
         if child.type == "field_initializer":
             name = child.child_by_field_name("field")
@@ -213,5 +213,5 @@ def struct_fields(node):
         elif child.type == "shorthand_field_initializer":
             fields[child.text.decode("utf-8", "replace")] = child
         elif child.type == "base_field_initializer":
-            has_base = True
-    return fields, has_base
+            base = " ".join(child.text.decode("utf-8", "replace").lstrip(".").split())
+    return fields, base

@@ -66,7 +66,7 @@ def _fused_config(node) -> bool:
     fields = struct_fields(node)
     if fields is None:
         return True
-    values, _ = fields
+    values, _base = fields
     for key in ("affine", "remove_mean"):
         if key in values and literal(values[key]) is False:
             return False

@@ -42,15 +42,14 @@ class ConvTranspose2d(RustRule):
             fields = struct_fields(config)
             if fields is None:
                 return
-            found, has_base = fields
+            found, base = fields
+            defaults = base in ("Default::default()", "ConvTranspose2dConfig::default()", "candle_nn::ConvTranspose2dConfig::default()")
             values = {}
             for key in ("output_padding", "stride"):
                 if key in found:
                     values[key] = literal(found[key])
-                elif has_base:
-                    values[key] = _DEFAULTS[key]  # `..Default::default()` (another base: unknown)
                 else:
-                    values[key] = None
+                    values[key] = _DEFAULTS[key] if defaults else None  # another base: unknown
         else:
             return
         padding, stride = values["output_padding"], values["stride"]
