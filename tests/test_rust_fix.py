@@ -78,6 +78,31 @@ REWRITTEN = [
 OPS = "candle_port_ops"
 REWRITTEN += [
     pytest.param(
+        "use candle_nn::{linear, ops::softmax_last_dim, Linear};\nfn f(xs: &Tensor) -> Result<Tensor> {\n    softmax_last_dim(xs)\n}\n",
+        "use candle_nn::{linear, Linear};\nfn f(xs: &Tensor) -> Result<Tensor> {\n    candle_nn::ops::softmax(xs, candle_core::D::Minus1)\n}\n",
+        (),
+        id="use-list-item-removed",
+    ),
+    pytest.param(
+        "use candle_nn::{\n    linear,\n    rotary_emb::{rope},\n    ops::softmax_last_dim,\n};\nfn f(xs: &Tensor) -> Result<Tensor> {\n    softmax_last_dim(xs)\n}\n",
+        "use candle_nn::{\n    linear,\n    rotary_emb::{rope},\n};\nfn f(xs: &Tensor) -> Result<Tensor> {\n    candle_nn::ops::softmax(xs, candle_core::D::Minus1)\n}\n",
+        (),
+        id="use-list-last-item-removed",
+    ),
+    pytest.param(
+        "use candle_nn::{ops::softmax_last_dim};\nfn f(xs: &Tensor) -> Result<Tensor> {\n    softmax_last_dim(xs)\n}\n",
+        "fn f(xs: &Tensor) -> Result<Tensor> {\n    candle_nn::ops::softmax(xs, candle_core::D::Minus1)\n}\n",
+        (),
+        id="use-list-emptied-line-removed",
+    ),
+    pytest.param(
+        "use candle_nn::{ops::softmax_last_dim, linear};\nfn f(xs: &Tensor) -> Result<Tensor> {\n    let g = softmax_last_dim;\n    softmax_last_dim(xs)\n}\n",
+        "use candle_nn::{ops::softmax_last_dim, linear};\nfn f(xs: &Tensor) -> Result<Tensor> {\n    let g = softmax_last_dim;\n    candle_nn::ops::softmax(xs, candle_core::D::Minus1)\n}\n",
+        (),
+        id="use-kept-while-the-name-is-used",
+    ),
+
+    pytest.param(
         "use candle::Tensor;\nfn f(xs: &Tensor) -> candle::Result<Tensor> {\n    xs.max_pool2d_with_stride(3, 2)\n}\n",
         f"use candle::Tensor;\nfn f(xs: &Tensor) -> candle::Result<Tensor> {{\n    {OPS}::max_pool2d(&xs, &{OPS}::Pool::new(&[3, 3]).stride(&[2, 2]))\n}}\n",
         (),

@@ -235,8 +235,9 @@ def _pair_text(value) -> str | None:
 
 
 def _unused_imports(tree, data: bytes, renamed: set[str], edited: set[tuple[int, int]]):
-    """Deletions of `use candle_nn::ops::NAME;` lines whose NAME no call uses any more (a `use`
-    list is left alone: rustc warns about the unused name, nothing fails)."""
+    """Deletions of the `use` of each fused NAME no call uses any more: the whole line for
+    `use candle_nn::ops::NAME;`, the item (and one comma) in a `use candle_nn::{.., NAME, ..};`
+    list, so the rewrite leaves no unused import for rustc to warn about."""
     if not renamed:
         return []
     from tree_sitter import Query, QueryCursor
@@ -251,13 +252,19 @@ def _unused_imports(tree, data: bytes, renamed: set[str], edited: set[tuple[int,
         for node in captures.get("name", [])
         if not inside_use(node) and (node.start_byte, node.end_byte) not in edited
     }
+    unused = lambda node: _last_name(node) in renamed and _last_name(node) not in still_used  # noqa: E731
     out = []
     for use in uses:
         argument = use.child_by_field_name("argument")
-        if argument is None or argument.type != "scoped_identifier":
+        if argument is None:
             continue
-        name = argument.child_by_field_name("name")
-        if name is None or name.text.decode("utf-8") not in renamed or name.text.decode("utf-8") in still_used:
+        if argument.type == "scoped_use_list":
+            items = argument.child_by_field_name("list")
+            deletions = _list_deletions(items.named_children if items is not None else [], unused)
+            if deletions is not None:
+                out.extend(deletions)
+                continue  # not every item: the line stays
+        elif argument.type != "scoped_identifier" or not unused(argument):
             continue
         start = data.rfind(b"\n", 0, use.start_byte) + 1
         end = data.find(b"\n", use.end_byte)
@@ -265,6 +272,31 @@ def _unused_imports(tree, data: bytes, renamed: set[str], edited: set[tuple[int,
         if data[start : use.start_byte].strip() or data[use.end_byte : end].strip():
             continue  # shares its line with other code: left alone
         out.append((start, end, b""))
+    return out
+
+
+def _last_name(node) -> str | None:
+    if node.type == "identifier":
+        return node.text.decode("utf-8")
+    if node.type == "scoped_identifier":
+        name = node.child_by_field_name("name")
+        return name.text.decode("utf-8") if name is not None else None
+    return None
+
+
+def _list_deletions(items: list, unused) -> list[tuple[int, int, bytes]] | None:
+    """The byte ranges that drop the unused items of a `use` list, each with one comma; None when
+    every item goes (the caller drops the line); [] when none does."""
+    drop = [unused(item) for item in items]
+    if all(drop):
+        return None
+    kept_last = max(i for i, d in enumerate(drop) if not d)
+    out = []
+    for i, item in enumerate(items[:kept_last]):
+        if drop[i]:
+            out.append((item.start_byte, items[i + 1].start_byte, b""))  # the item, its comma, the space after
+    if kept_last < len(items) - 1:
+        out.append((items[kept_last].end_byte, items[-1].end_byte, b""))  # the tail: from the last kept item's end
     return out
 
 
