@@ -76,7 +76,39 @@ REWRITTEN = [
 
 
 OPS = "candle_port_ops"
+NORM = "candle_port_ops::norm"
 REWRITTEN += [
+    pytest.param(
+        "use candle_nn::rotary_emb;\nfn f(q: &Tensor, c: &Tensor, s: &Tensor) -> Result<Tensor> {\n    rotary_emb::rope_thd(q, c, s)\n}\n",
+        "use candle_nn::rotary_emb;\nfn f(q: &Tensor, c: &Tensor, s: &Tensor) -> Result<Tensor> {\n    candle_port_ops::rope::rope_thd(q, c, s)\n}\n",
+        (),
+        id="rope-thd-to-candle-port-ops",
+    ),
+    pytest.param(
+        "use candle_nn::{layer_norm, linear, LayerNorm, VarBuilder};\n\npub struct B {\n    ln: LayerNorm,\n}\n\n"
+        "pub fn b(vb: VarBuilder) -> candle::Result<B> {\n    Ok(B { ln: layer_norm(8, 1e-6, vb)? })\n}\n",
+        f"use candle_nn::{{linear, VarBuilder}};\nuse {NORM}::{{LayerNorm, layer_norm}};\n\npub struct B {{\n    ln: LayerNorm,\n}}\n\n"
+        "pub fn b(vb: VarBuilder) -> candle::Result<B> {\n    Ok(B { ln: layer_norm(8, 1e-6, vb)? })\n}\n",
+        (),
+        id="norm-layer-use-list",
+    ),
+    pytest.param(
+        "pub struct B {\n    ln: candle_nn::LayerNorm,\n    rms: Option<candle_nn::RmsNorm>,\n}\n\n"
+        "pub fn b(w: Tensor, b: Tensor, vb: candle_nn::VarBuilder) -> candle::Result<B> {\n"
+        "    Ok(B { ln: candle_nn::LayerNorm::new(w, b, 1e-5), rms: Some(candle_nn::rms_norm(8, 1e-6, vb)?) })\n}\n",
+        f"pub struct B {{\n    ln: {NORM}::LayerNorm,\n    rms: Option<{NORM}::RmsNorm>,\n}}\n\n"
+        "pub fn b(w: Tensor, b: Tensor, vb: candle_nn::VarBuilder) -> candle::Result<B> {\n"
+        f"    Ok(B {{ ln: {NORM}::LayerNorm::new(w, b, 1e-5), rms: Some({NORM}::rms_norm(8, 1e-6, vb)?) }})\n}}\n",
+        (),
+        id="norm-layer-full-paths-and-types",
+    ),
+    pytest.param(
+        "use candle_nn::layer_norm;\nuse candle_nn::LayerNorm as Ln;\n\npub struct B {\n    a: layer_norm::LayerNorm,\n    b: Ln,\n}\n",
+        f"use {NORM}::layer_norm;\nuse {NORM}::LayerNorm as Ln;\n\npub struct B {{\n    a: {NORM}::LayerNorm,\n    b: Ln,\n}}\n",
+        (),
+        id="norm-layer-module-path-and-alias",
+    ),
+
     pytest.param(
         "use candle_nn::{linear, ops::softmax_last_dim, Linear};\nfn f(xs: &Tensor) -> Result<Tensor> {\n    softmax_last_dim(xs)\n}\n",
         "use candle_nn::{linear, Linear};\nfn f(xs: &Tensor) -> Result<Tensor> {\n    candle_nn::ops::softmax(xs, candle_core::D::Minus1)\n}\n",
@@ -149,8 +181,6 @@ def test_rewritten(before, after, renames):
 
 
 LEFT_ALONE = [
-    pytest.param("use candle_nn::rotary_emb;\nfn f(q: &Tensor, c: &Tensor, s: &Tensor) -> Result<Tensor> {\n    rotary_emb::rope_thd(q, c, s)\n}\n", "unfixable", id="rope-thd-has-no-twin"),
-    pytest.param("fn f(vb: VarBuilder) -> Result<candle_nn::LayerNorm> {\n    candle_nn::layer_norm(768, 1e-6, vb)\n}\n", "unfixable", id="layer-norm-layer"),
     pytest.param("use candle::Tensor;\nfn f(xs: &Tensor) -> candle::Result<Tensor> {\n    candle_nn::conv_transpose1d(4, 4, 3, Default::default(), vb)\n}\n", "unfixable", id="conv-transpose1d-layer"),
     pytest.param("use candle::Tensor;\nfn f(xs: &Tensor, k: usize) -> candle::Result<Tensor> {\n    xs.max_pool2d(k)\n}\n", "refused", id="pool-size-not-literal"),
     pytest.param("use candle::Tensor;\nfn f(xs: &Tensor) -> candle::Result<Tensor> {\n    xs.upsample_bilinear2d_with_scale(2.0, 2.0, false)\n}\n", "unfixable", id="bilinear-with-scale"),
@@ -165,6 +195,23 @@ def test_left_alone(before, why):
     assert result.text == before
     assert bool(result.unfixable) is (why == "unfixable")
     assert bool(result.refused) is (why == "refused")
+
+
+@pytest.mark.parametrize(
+    "before",
+    [
+        pytest.param("use candle_nn::*;\nfn f(vb: VarBuilder) -> Result<LayerNorm> {\n    candle_nn::layer_norm(8, 1e-5, vb)\n}\n", id="glob-import"),
+        pytest.param("use candle_nn::{linear, layer_norm::{LayerNorm}};\nfn f(vb: VarBuilder) -> Result<LayerNorm> {\n    candle_nn::layer_norm(8, 1e-5, vb)\n}\n", id="nested-use-list"),
+    ],
+)
+def test_norm_layers_not_moved_when_the_names_cannot_be_followed(before):
+    result = fix(before)
+    assert result.text == before and [r.code for r in result.refused] == ["CP202"]
+
+
+def test_a_crate_s_own_layer_norm_is_not_moved():
+    before = "pub struct LayerNorm;\nfn layer_norm(n: usize) -> LayerNorm {\n    LayerNorm\n}\nfn g() -> LayerNorm {\n    layer_norm(8)\n}\n"
+    assert fix(before).text == before
 
 
 def test_the_ops_rewrites_ask_for_the_dependency():

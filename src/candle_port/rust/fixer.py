@@ -6,6 +6,7 @@ ships, keeping every other byte.
     candle_nn::ops::rms_norm(x, w, eps)         -> candle_nn::ops::rms_norm_slow(x, w, eps)
     candle_nn::rotary_emb::rope(x, cos, sin)    -> candle_nn::rotary_emb::rope_slow(x, cos, sin)
     candle_nn::rotary_emb::rope_i(x, cos, sin)  -> candle_nn::rotary_emb::rope_i_slow(x, cos, sin)
+    candle_nn::rotary_emb::rope_thd(x, cos, sin) -> candle_port_ops::rope::rope_thd(x, cos, sin) (no slow twin in candle-nn)
 
 Each twin has the same arguments and candle-nn's composed, differentiable body (candle-nn 0.11.0
 src/ops.rs and src/rotary_emb.rs), so the rewrite needs no new dependency or `use` line: the
@@ -22,8 +23,9 @@ whose ops equal torch's in forward and backward; the crate gets the dependency (
     xs.conv_transpose1d(w, p, op, s, d, g) -> candle_port_ops::conv_transpose1d(&xs, w, None, &candle_port_ops::Conv::new().padding(&[p])...)
 
 A call written any other way (another argument count, a pool size that is not a literal, a
-macro) is refused with the reason; the other findings (the LayerNorm/RmsNorm layers, rope_thd,
-candle-nn's ConvTranspose1d layer) are listed with their hint. When the file was rustfmt-clean
+macro) is refused with the reason; the other findings (candle-nn's ConvTranspose1d layer) are listed with
+their hint; candle-nn's LayerNorm/RmsNorm layers move to candle-port-ops' norm module
+(norm_layers.py). When the file was rustfmt-clean
 and rustfmt is on PATH, the result is formatted by rustfmt so it stays clean.
 """
 
@@ -69,9 +71,47 @@ def fix_rust_text(text: str, path: str, config: Config, context: CrateContext) -
         if new is None:
             break
         current = new
+    if config.enabled("CP202", path):
+        current = _move_norm_layers(current, path, config, context, result)
     if current != text:
         result.text = _formatted(text, current, path)
     return result
+
+
+def _move_norm_layers(text: str, path: str, config: Config, context: CrateContext, result: FixResult) -> str:
+    """`text` with candle-nn's LayerNorm/RmsNorm layers moved to candle-port-ops (norm_layers.py);
+    the CP202 layer findings it resolves become fixed, a refusal is said at each of them."""
+    from candle_port.rust.norm_layers import norm_layer_edits
+    from candle_port.rust.parser import parse_rust
+
+    if not any(name in text for name in ("LayerNorm", "RmsNorm", "layer_norm", "rms_norm")):
+        return text
+    data = text.encode("utf-8")
+    tree = parse_rust(data, path)
+    if isinstance(tree, FileError):
+        return text
+    edits = norm_layer_edits(tree, data, dict(context.renames))
+    layers = [u for u in result.unfixable if u.code == "CP202"]
+    if isinstance(edits, str):
+        result.unfixable = [u for u in result.unfixable if u.code != "CP202"]
+        result.refused.extend(Refused(u.code, u.line, u.column, edits) for u in layers)
+        if not layers:  # no layer built here, but its type is named: the other files' move needs this one
+            result.refused.append(Refused("CP202", 1, 1, edits))
+        return text
+    if not edits:
+        return text
+    new = _apply(data, edits).decode("utf-8")
+    outcome = _one_pass(new, path, config, context)
+    if isinstance(outcome, FileError):
+        result.refused.extend(Refused(u.code, u.line, u.column, f"moving the norm layers broke the parse ({outcome.reason}): not moved") for u in layers)
+        result.unfixable = [u for u in result.unfixable if u.code != "CP202"]
+        return text
+    _, _, refused, unfixable, _ = outcome
+    left = {(u.code, u.line) for u in unfixable}
+    result.fixed.extend(Fixed(u.code, u.line, u.column, STRATEGY, "candle_port_ops::norm") for u in layers if (u.code, u.line) not in left)
+    result.refused, result.unfixable = refused, unfixable
+    result.needs_ops_crate = True
+    return new
 
 
 # Chains of rewritable calls deeper than this are left for a second run.
@@ -118,7 +158,7 @@ def _one_pass(text: str, path: str, config: Config, context: CrateContext):
         if any(other != span and span[0] <= other[0] and other[1] <= span[1] for other in calls):
             continue  # holds another rewritten call: the next pass, on the new text
         edits.extend(rewrite)
-        uses_ops = uses_ops or site.api in OPS_TARGETS
+        uses_ops = uses_ops or site.api in OPS_TARGETS or site.shown.endswith("rope_thd")
         bare = site.call.child_by_field_name("function")
         if bare is not None and bare.type == "identifier":
             renamed.add(bare.text.decode("utf-8"))
@@ -150,10 +190,15 @@ def _rewrite(site, names: dict[str, str], data: bytes):
         return None
     module, target, arity = twin
     called = site.shown.rsplit("::", 1)[-1]
+    if site.api == "rope" and called == "rope_thd":
+        if len(site.args) != arity:
+            return f"{site.shown} is called with {len(site.args)} arguments, not {arity}: not rewritten"
+        function = site.call.child_by_field_name("function")
+        return [(function.start_byte, function.end_byte, f"{OPS}::rope::rope_thd".encode())]  # candle-nn has no slow twin
     if site.api == "rope":
         target = _ROPE_TWINS.get(called)
         if target is None:
-            return None  # rope_thd, or an alias: no slow twin to name
+            return None  # an alias: which rope it is cannot be told
     if len(site.args) != arity:
         return f"{site.shown} is called with {len(site.args)} arguments, not {arity}: not rewritten"
     function = site.call.child_by_field_name("function")
