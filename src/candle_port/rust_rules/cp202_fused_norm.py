@@ -28,8 +28,8 @@ class FusedNorm(RustRule):
     source = "candle-nn 0.11.0 src/ops.rs:674-684 and 932-944, src/layer_norm.rs:116-121 and 196-202"
     default_severity = Severity.WARNING
     fix_hint = (
-        "candle_nn::ops::layer_norm_slow / rms_norm_slow (same arguments) for the ops; for the layers, a LayerNorm "
-        "without bias (LayerNormConfig { affine: false, .. }, the bias added by hand) or RmsNorm::forward_diff"
+        "candle_nn::ops::layer_norm_slow / rms_norm_slow (same arguments) for the ops; candle_port_ops::norm's "
+        "LayerNorm / RmsNorm (same constructors) for the layers; port-fix does both"
     )
     VALID = (
         "fn f(x: &Tensor, w: &Tensor, b: &Tensor) -> Result<Tensor> {\n    candle_nn::ops::layer_norm_slow(x, w, b, 1e-5)\n}\n",

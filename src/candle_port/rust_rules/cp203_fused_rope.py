@@ -18,7 +18,7 @@ class FusedRope(RustRule):
     why = "rope, rope_i and rope_thd apply their kernel with apply_op3_no_bwd: no gradient reaches the query/key projections before them"
     source = "candle-nn 0.11.0 src/rotary_emb.rs:262-287, 555-580 and 830-855"
     default_severity = Severity.WARNING
-    fix_hint = "candle_nn::rotary_emb::rope_slow / rope_i_slow (same arguments) differentiate; rope_thd has no slow twin: transpose to (b, h, t, d) and use rope_slow"
+    fix_hint = "candle_nn::rotary_emb::rope_slow / rope_i_slow (same arguments) differentiate; for rope_thd, candle_port_ops::rope::rope_thd; port-fix does it"
     VALID = (
         "fn f(q: &Tensor, cos: &Tensor, sin: &Tensor) -> Result<Tensor> {\n    candle_nn::rotary_emb::rope_slow(q, cos, sin)\n}\n",
         "mod rotary_emb {\n    pub fn rope(x: &Tensor) -> Tensor { x.clone() }\n}\nfn f(q: &Tensor) -> Tensor {\n    rotary_emb::rope(q)\n}\n",
