@@ -21,6 +21,7 @@ import candle_port
 ROOT = Path(__file__).resolve().parents[1]
 ACTION = yaml.safe_load((ROOT / "action.yml").read_text(encoding="utf-8"))
 MODEL = "import torch.nn.functional as F\n\n\ndef head(x):\n    return F.interpolate(x, scale_factor=2, mode='bilinear')\n"
+RUST = "use candle::Tensor;\n\nfn up(xs: &Tensor) -> candle::Result<Tensor> {\n    xs.upsample_bilinear2d(64, 64, false)\n}\n"
 
 
 def _evaluate(value: str, inputs: dict, github: dict) -> str:
@@ -70,6 +71,10 @@ def installed(tmp_path_factory):
     project = work / "project"
     (project / "src").mkdir(parents=True)
     (project / "src" / "model.py").write_text(MODEL)
+    rust = project / "crate"
+    (rust / "src").mkdir(parents=True)
+    (rust / "Cargo.toml").write_text('[package]\nname = "demo"\nversion = "0.1.0"\n\n[dependencies]\ncandle-core = "0.11.0"\n')
+    (rust / "src" / "lib.rs").write_text(RUST)
     return env, github, project
 
 
@@ -86,6 +91,14 @@ def test_github_annotations_fail_the_step_on_an_error(installed, tmp_path):
     done, _ = _check(installed, {"paths": "src/"}, tmp_path)
     assert done.returncode == 1, done.stdout + done.stderr
     assert done.stdout.startswith("::error title=candle-port (CP101),file=src/model.py,line=5,")
+
+
+@pytest.mark.slow
+def test_a_rust_crate_is_annotated_too(installed, tmp_path):
+    done, _ = _check(installed, {"paths": "crate/"}, tmp_path)
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert done.stdout.startswith("::error title=candle-port (CP204),file=crate/src/lib.rs,line=4,col=8,"), done.stdout
+    assert "candle 0.11.0 (Cargo.toml)" in done.stdout
 
 
 @pytest.mark.slow

@@ -1,6 +1,7 @@
 """The real pre-commit, with docs/pre-commit.md's configuration, against a plain clone of this
 checkout (no tags, as a clone of main has none; its `main` is the commit under test): a bilinear
-model is refused, then fixed, and `pre-commit autoupdate` pins `rev` to that commit."""
+model is refused, then fixed, a Rust file in the same commit goes through the same port-check
+hook, and `pre-commit autoupdate` pins `rev` to that commit."""
 
 from __future__ import annotations
 
@@ -16,6 +17,8 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 MODEL = "import torch.nn.functional as F\n\n\ndef head(x):\n    return F.interpolate(x, scale_factor=2, mode='bilinear')\n"
+# A warning (CP201): shown in the refused commit's output, and not failing the accepted one.
+RUST = "use candle_nn::ops::softmax_last_dim;\n\nfn attention(xs: &Tensor) -> Result<Tensor> {\n    softmax_last_dim(xs)\n}\n"
 
 
 def _git(*args, cwd):
@@ -60,6 +63,7 @@ def test_precommit_refuses_then_accepts_after_port_fix(tmp_path, tmp_path_factor
     # The documented configuration as is, the placeholder URL replaced by the clone.
     (repo / ".pre-commit-config.yaml").write_text(block.replace(placeholder, str(clone)))
     (repo / "model.py").write_text(MODEL)
+    (repo / "attention.rs").write_text(RUST)
     _git("add", ".", cwd=repo)
     env = {
         **os.environ,
@@ -74,6 +78,7 @@ def test_precommit_refuses_then_accepts_after_port_fix(tmp_path, tmp_path_factor
     out = refused.stdout + refused.stderr
     assert refused.returncode != 0, out
     assert "CP101" in out and "files were modified by this hook" in out, out
+    assert "attention.rs:4:5: CP201" in out, out  # the Rust file reached port-check
     assert "candle_port" in (repo / "model.py").read_text()
 
     _git("add", ".", cwd=repo)
