@@ -22,6 +22,7 @@ mod convolution;
 pub mod grid;
 pub mod interpolate;
 pub mod pooling;
+mod taps;
 pub mod transposed_conv;
 pub mod volumetric;
 pub use conv1d::*;

@@ -16,6 +16,7 @@ pub use options::{Interpolate, Mode, Target};
 
 use candle_core::{bail, DType, Result, Tensor};
 
+use crate::taps::all_finite;
 use coords::Precision;
 use nearest::{nearest_index, NearestRule};
 
@@ -75,13 +76,19 @@ pub fn interpolate(x: &Tensor, opts: &Interpolate) -> Result<Tensor> {
     if matches!(opts.mode, Mode::Nearest | Mode::NearestExact) {
         return nearest_resize(x, &plan, opts.mode == Mode::NearestExact, rule, p);
     }
-    // Shrinking axes first: every later axis then works on a smaller tensor.
+    let finite = all_finite(x)?;
+    // Shrinking axes first: every later axis then works on a smaller tensor. Non-finite input:
+    // the last axis first, as ATen's separable kernels (the order decides where +inf meets -inf).
     let mut order: Vec<usize> = (0..spatial).collect();
-    order.sort_by(|&a, &b| {
-        let ra = plan.outputs[a] as f64 / plan.inputs[a] as f64;
-        let rb = plan.outputs[b] as f64 / plan.inputs[b] as f64;
-        ra.total_cmp(&rb)
-    });
+    if finite {
+        order.sort_by(|&a, &b| {
+            let ra = plan.outputs[a] as f64 / plan.inputs[a] as f64;
+            let rb = plan.outputs[b] as f64 / plan.inputs[b] as f64;
+            ra.total_cmp(&rb)
+        });
+    } else {
+        order.reverse();
+    }
     let mut y = x.clone();
     let mut changed = false;
     for k in order {
@@ -103,10 +110,12 @@ pub fn interpolate(x: &Tensor, opts: &Interpolate) -> Result<Tensor> {
                     Mode::Bicubic => {
                         Some(weights::cubic(input, output, plan.align_corners, scale, p))
                     }
-                    _ => weights::linear(input, output, plan.align_corners, scale, p),
+                    // Finite input: an unchanged axis is copied (ATen's result, exactly).
+                    _ if finite && input == output => None,
+                    _ => Some(weights::linear(input, output, plan.align_corners, scale, p)),
                 };
                 match taps {
-                    Some(taps) => Some(apply::resample(&y, dim, &taps)?),
+                    Some(taps) => Some(apply::resample(&y, dim, &taps, finite)?),
                     None => None,
                 }
             }

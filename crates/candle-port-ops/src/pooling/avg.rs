@@ -5,6 +5,7 @@ use candle_core::{DType, Result, Tensor};
 use super::input::{batched, shape};
 use super::options::{Kind, Pool};
 use super::windows::{avg_bounds, mean_matrix};
+use crate::taps::{all_finite, Taps};
 
 /// `x` (n, c, *spatial) summed over windows: `mats[a]` is axis a's (in, out) window matrix.
 ///
@@ -66,17 +67,41 @@ pub(crate) fn mean_by_matrices(
     };
     let sizes = &x.dims()[2..];
     let last = bounds.len() - 1;
-    let mats = (0..bounds.len())
-        .map(|a| {
-            let factor: Vec<f64> = match overridden {
-                Some(d) if a == last => vec![d as f64; out[a]],
-                Some(_) => vec![1.0; out[a]],
-                None => counts[a].iter().map(|&k| k as f64).collect(),
-            };
-            mean_matrix(&bounds[a], &factor, sizes[a], compute, x.device())
+    let factors: Vec<Vec<f64>> = (0..bounds.len())
+        .map(|a| match overridden {
+            Some(d) if a == last => vec![d as f64; out[a]],
+            Some(_) => vec![1.0; out[a]],
+            None => counts[a].iter().map(|&k| k as f64).collect(),
         })
+        .collect();
+    let x = x.to_dtype(compute)?;
+    if !all_finite(&x)? {
+        return mean_by_taps(&x, bounds, &factors)?.to_dtype(dtype);
+    }
+    let mats = (0..bounds.len())
+        .map(|a| mean_matrix(&bounds[a], &factors[a], sizes[a], compute, x.device()))
         .collect::<Result<Vec<_>>>()?;
-    window_sums(&x.to_dtype(compute)?, &mats)?.to_dtype(dtype)
+    window_sums(&x, &mats)?.to_dtype(dtype)
+}
+
+/// The same means by taps, for an input holding inf or NaN: each window adds only its own
+/// elements (a window matrix would add `0 * inf = NaN` into every window of the line), last axis
+/// first, as ATen's kernels sum a window row by row.
+fn mean_by_taps(
+    x: &Tensor,
+    bounds: &[Vec<(usize, usize)>],
+    factors: &[Vec<f64>],
+) -> Result<Tensor> {
+    let mut y = x.clone();
+    for a in (0..bounds.len()).rev() {
+        let weight: Vec<f64> = factors[a]
+            .iter()
+            .map(|&f| if f == 0.0 { 1.0 } else { 1.0 / f })
+            .collect();
+        let taps = Taps::windows(x.dim(2 + a)?, &bounds[a], &weight);
+        y = taps.apply(&y, 2 + a, false)?;
+    }
+    Ok(y)
 }
 
 pub(crate) fn avg_pool(x: &Tensor, p: &Pool, nd: usize, op: &str) -> Result<Tensor> {
