@@ -21,6 +21,7 @@ pub mod conv1d;
 mod convolution;
 pub mod grid;
 pub mod interpolate;
+pub mod nn;
 pub mod pooling;
 mod taps;
 pub mod transposed_conv;
