@@ -157,6 +157,9 @@ fn nearest_resize(
     if axes.iter().all(Option::is_none) {
         return x.copy();
     }
+    if let Some(factors) = repeat_factors(&axes, &plan.inputs, &plan.outputs) {
+        return repeat(x, &factors);
+    }
     let mut flat: Vec<u32> = vec![0];
     for (k, axis) in axes.iter().enumerate() {
         let input = plan.inputs[k] as u32;
@@ -175,4 +178,44 @@ fn nearest_resize(
     let mut out_dims = dims[..2].to_vec();
     out_dims.extend(&plan.outputs);
     y.reshape(out_dims)
+}
+
+/// Each axis's integer factor when every axis is unchanged or repeats each input `f` times
+/// (`index[j] = j / f`), as nearest upscaling by integer factors does.
+fn repeat_factors(
+    axes: &[Option<Vec<u32>>],
+    inputs: &[usize],
+    outputs: &[usize],
+) -> Option<Vec<usize>> {
+    axes.iter()
+        .zip(inputs.iter().zip(outputs))
+        .map(|(axis, (&input, &output))| match axis {
+            None => Some(1),
+            Some(index) => {
+                let f = output / input;
+                let repeats = f >= 1
+                    && output == f * input
+                    && index.iter().enumerate().all(|(j, &i)| i as usize == j / f);
+                repeats.then_some(f)
+            }
+        })
+        .collect()
+}
+
+/// Nearest upscaling by integer factors as a broadcast: `(n, c, s1, 1, s2, 1, ..)` broadcast to
+/// `(n, c, s1, f1, s2, f2, ..)` and copied, so no index is built or read; the backward is
+/// candle's broadcast backward, a sum over each input's copies (torch's).
+fn repeat(x: &Tensor, factors: &[usize]) -> Result<Tensor> {
+    let dims = x.dims();
+    let (mut split, mut wide, mut out) =
+        (dims[..2].to_vec(), dims[..2].to_vec(), dims[..2].to_vec());
+    for (&s, &f) in dims[2..].iter().zip(factors) {
+        split.extend([s, 1]);
+        wide.extend([s, f]);
+        out.push(s * f);
+    }
+    x.reshape(split)?
+        .broadcast_as(wide)?
+        .contiguous()?
+        .reshape(out)
 }

@@ -75,6 +75,9 @@ pub(crate) fn mean_by_matrices(
         })
         .collect();
     let x = x.to_dtype(compute)?;
+    if let Some(kernel) = tile_kernels(bounds, &factors) {
+        return mean_of_tiles(&x, &kernel, &factors)?.to_dtype(dtype);
+    }
     if !all_finite(&x)? {
         return mean_by_taps(&x, bounds, &factors)?.to_dtype(dtype);
     }
@@ -82,6 +85,51 @@ pub(crate) fn mean_by_matrices(
         .map(|a| mean_matrix(&bounds[a], &factors[a], sizes[a], compute, x.device()))
         .collect::<Result<Vec<_>>>()?;
     window_sums(&x, &mats)?.to_dtype(dtype)
+}
+
+/// Each axis's kernel when its windows are disjoint tiles `[o*k, o*k + k)` (kernel == stride, no
+/// padding reached) with one divisor factor, so the means are a reshape and a sum.
+fn tile_kernels(bounds: &[Vec<(usize, usize)>], factors: &[Vec<f64>]) -> Option<Vec<usize>> {
+    bounds
+        .iter()
+        .zip(factors)
+        .map(|(axis, factor)| {
+            let k = axis.first().map(|(lo, hi)| hi - lo)?;
+            let tiles = k > 0
+                && axis
+                    .iter()
+                    .enumerate()
+                    .all(|(o, &b)| b == (o * k, o * k + k));
+            let uniform = factor.iter().all(|&f| f == factor[0]);
+            (tiles && uniform).then_some(k)
+        })
+        .collect()
+}
+
+/// Means over disjoint tiles: `x` cut to whole tiles, seen as `(n, c, o1, k1, o2, k2, ..)`,
+/// summed over the `k` dims and scaled by `1 / divisor` (torch's divisor: the product of the
+/// per-axis factors). Each window reads only its own elements, so inf and NaN land where
+/// torch's do; the backward is a broadcast of the scaled gradient, torch's.
+fn mean_of_tiles(x: &Tensor, kernel: &[usize], factors: &[Vec<f64>]) -> Result<Tensor> {
+    let dims = x.dims();
+    let mut cut = x.clone();
+    let (mut split, mut out) = (dims[..2].to_vec(), dims[..2].to_vec());
+    let mut sum_dims = Vec::with_capacity(kernel.len());
+    for (a, &k) in kernel.iter().enumerate() {
+        let o = dims[2 + a] / k;
+        if o * k != dims[2 + a] {
+            cut = cut.narrow(2 + a, 0, o * k)?;
+        }
+        sum_dims.push(split.len() + 1);
+        split.extend([o, k]);
+        out.push(o);
+    }
+    let divisor: f64 = factors
+        .iter()
+        .map(|f| if f[0] == 0.0 { 1.0 } else { f[0] })
+        .product();
+    let y = cut.contiguous()?.reshape(split)?.sum(sum_dims)?;
+    y.reshape(out)? * (1.0 / divisor)
 }
 
 /// The same means by taps, for an input holding inf or NaN: each window adds only its own
