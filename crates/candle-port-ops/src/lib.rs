@@ -13,7 +13,9 @@
 //! trains.
 //!
 //! Every op is checked against torch's outputs and input gradients on shared test vectors
-//! (float64 within 1e-10 relative, float32 within 1e-5).
+//! (float64 within 1e-10 relative, float32 within 1e-5), inputs holding NaN and +-inf included.
+//! The [`nn`] module has them as candle-nn style layers (`Upsample`, `MaxPool2d`,
+//! `ConvTranspose2d`, ...) implementing `candle_nn::Module`.
 //!
 //! [candle]: https://github.com/huggingface/candle
 

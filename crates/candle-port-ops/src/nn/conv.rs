@@ -56,11 +56,12 @@ fn check_groups(op: &str, in_channels: usize, out_channels: usize, groups: usize
 /// A convolution layer and its two builders (with and without bias).
 macro_rules! conv_layer {
     (
-        $name:ident, $op:ident, $build:ident, $build_no_bias:ident, $torch:literal, $nd:expr,
+        $name:ident, $op:ident = $public:literal, $build:ident, $build_no_bias:ident, $torch:literal,
+        $nd:expr,
         transposed = $transposed:expr, $shape:expr, $out:expr
     ) => {
         #[doc = concat!("`nn.", $torch, "`: the weight, the optional bias and the [`Conv`] ",
-            "arguments, applied by [`", stringify!($op), "`](crate::", stringify!($op), ").")]
+            "arguments, applied by [`", $public, "`](crate::", $public, "()).")]
         ///
         #[doc = concat!("Build it from a `VarBuilder` with [`", stringify!($build), "`], or from ",
             "tensors with `new` (torch's layout: ", $torch, "'s `weight` and `bias`).")]
@@ -177,7 +178,7 @@ mod c1 {
     use super::*;
     conv_layer!(
         Conv1d,
-        conv1d_op,
+        conv1d_op = "conv1d",
         conv1d,
         conv1d_no_bias,
         "Conv1d",
@@ -191,7 +192,7 @@ mod c3 {
     use super::*;
     conv_layer!(
         Conv3d,
-        conv3d_op,
+        conv3d_op = "conv3d",
         conv3d,
         conv3d_no_bias,
         "Conv3d",
@@ -205,7 +206,7 @@ mod t1 {
     use super::*;
     conv_layer!(
         ConvTranspose1d,
-        ct1d_op,
+        ct1d_op = "conv_transpose1d",
         conv_transpose1d,
         conv_transpose1d_no_bias,
         "ConvTranspose1d",
@@ -219,7 +220,7 @@ mod t2 {
     use super::*;
     conv_layer!(
         ConvTranspose2d,
-        ct2d_op,
+        ct2d_op = "conv_transpose2d",
         conv_transpose2d,
         conv_transpose2d_no_bias,
         "ConvTranspose2d",
@@ -233,7 +234,7 @@ mod t3 {
     use super::*;
     conv_layer!(
         ConvTranspose3d,
-        ct3d_op,
+        ct3d_op = "conv_transpose3d",
         conv_transpose3d,
         conv_transpose3d_no_bias,
         "ConvTranspose3d",
