@@ -68,3 +68,23 @@ fn average_pool_over_tiles_uses_torchs_divisor_and_drops_the_remainder() -> Resu
     assert_eq!(values(&y3)?, [3.5]);
     Ok(())
 }
+
+#[test]
+fn the_shortcuts_equal_candles_native_forward_on_a_large_input() -> Result<()> {
+    // Large enough for candle's multi-threaded and strided binary kernels (0.5M elements).
+    let x = Tensor::rand(-1f32, 1f32, (4, 32, 64, 64), &Device::Cpu)?;
+    let pairs = [
+        (avg_pool2d(&x, &Pool::new(&[2]))?, x.avg_pool2d(2)?),
+        (avg_pool2d(&x, &Pool::new(&[4]))?, x.avg_pool2d(4)?),
+        (
+            interpolate(&x, &Interpolate::scale(&[2.0], Mode::Nearest))?,
+            x.upsample_nearest2d(128, 128)?,
+        ),
+    ];
+    for (i, (ours, native)) in pairs.iter().enumerate() {
+        assert_eq!(ours.dims(), native.dims(), "pair {i}");
+        let diff = (ours - native)?.abs()?.max_all()?.to_scalar::<f32>()?;
+        assert!(diff < 1e-6, "pair {i}: {diff}");
+    }
+    Ok(())
+}
