@@ -31,7 +31,8 @@ from safetensors.torch import save_file
 
 HERE = Path(__file__).resolve().parent
 DEFAULT_OUT = HERE.parents[1] / "crates" / "candle-port-ops" / "tests" / "vectors"
-FAMILIES = ("interpolate", "pooling", "native", "grid", "transposed_conv", "volumetric", "conv1d", "norm")
+FAMILIES = ("interpolate", "pooling", "native", "grid", "transposed_conv", "volumetric", "conv1d", "norm",
+            "nonfinite")
 DTYPES = {"float32": torch.float32, "float64": torch.float64}
 FORMAT = {"format": "candle-port-vectors", "version": 1}
 
@@ -41,7 +42,9 @@ def load_family(name: str):
 
     A case dict holds ``name`` (unique in the family), ``op``, ``params`` and ``input`` (a float64
     tensor; cast per dtype) and optionally ``operands`` (a dict of further float64 tensor keyword
-    arguments, each differentiated) and ``dtypes`` (default both)."""
+    arguments, each differentiated), ``dtypes`` (default both), ``family`` (a table mixing
+    families, as ``nonfinite``, names the family whose runner handles each case) and
+    ``operand_grads`` (False: the operands' gradients are not stored, nor compared)."""
     sys.path.insert(0, str(HERE))
     try:
         return importlib.import_module(f"cases_{name}")
@@ -79,7 +82,8 @@ def run_case(case: Dict[str, Any], dtype_name: str, seed: int) -> Dict[str, torc
     }
     for (name, value), grad in zip(operands.items(), grad_operands):
         tensors[name] = value.detach()
-        tensors[f"grad_{name}"] = torch.zeros_like(value) if grad is None else grad
+        if case.get("operand_grads", True):
+            tensors[f"grad_{name}"] = torch.zeros_like(value) if grad is None else grad
     if indices is not None:
         tensors["indices"] = indices.to(torch.int64)
     return {k: v.contiguous() for k, v in tensors.items()}
@@ -112,6 +116,10 @@ def _write_family(name: str, out_dir: Path) -> int:
                      "tensors": sorted(tensors)}
             if case.get("operands"):
                 entry["operands"] = list(case["operands"])
+            if case.get("family"):
+                entry["family"] = case["family"]
+            if not case.get("operand_grads", True):
+                entry["operand_grads"] = False
             entries.append(entry)
     out_dir.mkdir(parents=True, exist_ok=True)
     save_file(blobs, str(out_dir / f"{name}.safetensors"))

@@ -13,7 +13,9 @@
 //! trains.
 //!
 //! Every op is checked against torch's outputs and input gradients on shared test vectors
-//! (float64 within 1e-10 relative, float32 within 1e-5).
+//! (float64 within 1e-10 relative, float32 within 1e-5), inputs holding NaN and +-inf included.
+//! The [`nn`] module has them as candle-nn style layers (`Upsample`, `MaxPool2d`,
+//! `ConvTranspose2d`, ...) implementing `candle_nn::Module`.
 //!
 //! [candle]: https://github.com/huggingface/candle
 
@@ -21,9 +23,11 @@ pub mod conv1d;
 mod convolution;
 pub mod grid;
 pub mod interpolate;
+pub mod nn;
 pub mod norm;
 pub mod pooling;
 pub mod rope;
+mod taps;
 pub mod transposed_conv;
 pub mod volumetric;
 pub use conv1d::*;

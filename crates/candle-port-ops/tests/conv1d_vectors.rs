@@ -8,11 +8,11 @@ use std::collections::BTreeMap;
 
 use candle_core::{Result, Tensor, Var};
 use candle_port_ops::*;
-use common::{assert_close, assert_gradients, conv_of, load_family, operand_names};
+use common::{assert_close, assert_gradients, conv_of, load_cases, load_family, operand_names};
 
 #[test]
 fn conv1d_matches_torch_forward_and_backward() -> Result<()> {
-    let cases = load_family("conv1d");
+    let cases = load_cases("conv1d");
     assert!(!cases.is_empty(), "no conv1d vectors");
     let mut worst: BTreeMap<&str, (f64, f64)> = BTreeMap::new();
     for case in &cases {

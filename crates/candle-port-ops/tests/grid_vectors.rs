@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 
 use candle_core::{Result, Var};
 use candle_port_ops::*;
-use common::{assert_close, assert_gradients, ints, load_family, Case};
+use common::{assert_close, assert_gradients, ints, load_cases, Case};
 use serde_json::Value;
 
 fn options(case: &Case) -> GridSample {
@@ -43,7 +43,7 @@ fn options(case: &Case) -> GridSample {
 
 #[test]
 fn grid_matches_torch_forward_and_backward() -> Result<()> {
-    let cases = load_family("grid");
+    let cases = load_cases("grid");
     assert!(!cases.is_empty(), "no grid vectors");
     let mut worst: BTreeMap<(String, &str), (f64, f64, usize)> = BTreeMap::new();
     for case in &cases {

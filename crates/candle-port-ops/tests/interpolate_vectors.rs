@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 
 use candle_core::{DType, Device, Tensor};
 use candle_port_ops::{interpolate, Interpolate, Mode, Target};
-use common::{assert_close, assert_input_gradient, floats, ints, load_family, Case};
+use common::{assert_close, assert_input_gradient, floats, ints, load_cases, Case};
 use serde_json::Value;
 
 /// The case's `F.interpolate` keyword arguments as an [`Interpolate`]; panics on any key or
@@ -60,7 +60,7 @@ fn options(case: &Case, spatial: usize) -> Interpolate {
 
 #[test]
 fn every_interpolate_case_matches_torch_forward_and_backward() {
-    let cases = load_family("interpolate");
+    let cases = load_cases("interpolate");
     assert!(cases.len() >= 100, "only {} cases", cases.len());
     // (mode, dtype) -> (worst forward, worst backward, cases)
     let mut worst: BTreeMap<(String, &str), (f64, f64, usize)> = BTreeMap::new();

@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 
 use candle_core::{DType, Result, Tensor};
 use candle_port_ops::*;
-use common::{assert_close, assert_input_gradient, ints, load_family, Case};
+use common::{assert_close, assert_input_gradient, ints, load_cases, Case};
 use serde_json::Value;
 
 /// The keyword arguments each op family reads; any other key fails the test (no silent skip).
@@ -137,7 +137,7 @@ fn run(case: &Case, x: &Tensor) -> Result<Pooled> {
 
 #[test]
 fn pooling_matches_torch_forward_indices_and_backward() -> Result<()> {
-    let cases = load_family("pooling");
+    let cases = load_cases("pooling");
     assert!(!cases.is_empty(), "no pooling vectors");
     // (op, dtype) -> (worst forward, worst backward, cases)
     let mut worst: BTreeMap<(String, &str), (f64, f64, usize)> = BTreeMap::new();

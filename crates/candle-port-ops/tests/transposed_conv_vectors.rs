@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 
 use candle_core::{Result, Tensor, Var};
 use candle_port_ops::*;
-use common::{assert_close, assert_gradients, conv_of, load_family, operand_names, Case};
+use common::{assert_close, assert_gradients, conv_of, load_cases, operand_names, Case};
 
 fn run(case: &Case, x: &Tensor, w: &Tensor, b: Option<&Tensor>) -> Result<Tensor> {
     match case.op.as_str() {
@@ -19,7 +19,7 @@ fn run(case: &Case, x: &Tensor, w: &Tensor, b: Option<&Tensor>) -> Result<Tensor
 
 #[test]
 fn transposed_conv_matches_torch_forward_and_backward() -> Result<()> {
-    let cases = load_family("transposed_conv");
+    let cases = load_cases("transposed_conv");
     assert!(!cases.is_empty(), "no transposed_conv vectors");
     let mut worst: BTreeMap<(String, &str), (f64, f64, usize)> = BTreeMap::new();
     for case in &cases {

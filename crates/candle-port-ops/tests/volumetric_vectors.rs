@@ -8,7 +8,7 @@ use std::collections::BTreeMap;
 
 use candle_core::{DType, Result, Tensor, Var};
 use candle_port_ops::*;
-use common::{assert_close, assert_gradients, conv_of, ints, load_family, operand_names, Case};
+use common::{assert_close, assert_gradients, conv_of, ints, load_cases, operand_names, Case};
 use serde_json::Value;
 
 fn pool_of(case: &Case) -> Pool {
@@ -83,7 +83,7 @@ fn pool(case: &Case, x: &Tensor) -> Result<(Tensor, Option<Tensor>)> {
 
 #[test]
 fn volumetric_matches_torch_forward_indices_and_backward() -> Result<()> {
-    let cases = load_family("volumetric");
+    let cases = load_cases("volumetric");
     assert!(!cases.is_empty(), "no volumetric vectors");
     let mut worst: BTreeMap<(String, &str), (f64, f64, usize)> = BTreeMap::new();
     for case in &cases {

@@ -1,7 +1,8 @@
 //! The U-Net of `examples/unet.py` in candle, with its parameters named as torch's `state_dict`.
 //!
-//! Two op sets: `OpSet::Port` resizes and pools with the candle-port-ops functions (built from
-//! candle ops that have a backward), `OpSet::Native` with candle's own `upsample_bilinear2d` and
+//! Two op sets: `OpSet::Port` resizes and pools with candle-port-ops (built from candle ops that
+//! have a backward): `nn.MaxPool2d` and `nn.Upsample` are its `nn` layers, applied as candle-nn
+//! layers are, and `F.interpolate` its function; `OpSet::Native` with candle's own `upsample_bilinear2d` and
 //! `max_pool2d`, the port a user writes first: its forward equals torch's, its backward fails.
 
 use std::collections::HashMap;
@@ -10,11 +11,12 @@ use candle_core::{bail, DType, Result, Tensor, Var};
 use candle_nn::{BatchNorm, Conv2d, Conv2dConfig, Module};
 
 use candle_port_ops as ops;
+use candle_port_ops::nn as port_nn;
 
 /// Which resize and pool ops the model calls.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum OpSet {
-    /// candle-port-ops: `interpolate` and `max_pool2d`, which train.
+    /// candle-port-ops: the `MaxPool2d` and `Upsample` layers and `interpolate`, which train.
     Port,
     /// candle's `Tensor::upsample_bilinear2d` and `Tensor::max_pool2d`.
     Native,
@@ -106,6 +108,8 @@ pub struct UNet {
     dec2: Block,
     dec1: Block,
     head: Conv2d,
+    pool: port_nn::MaxPool2d,
+    up: port_nn::Upsample,
     ops: OpSet,
 }
 
@@ -127,6 +131,10 @@ impl UNet {
             dec2,
             dec1,
             head,
+            pool: port_nn::MaxPool2d::new(ops::Pool::new(&[2])),
+            up: port_nn::Upsample::new(
+                ops::Interpolate::scale(&[2.0], ops::Mode::Bilinear).align_corners(false),
+            ),
             ops,
         })
     }
@@ -146,7 +154,7 @@ impl UNet {
     /// `nn.MaxPool2d(2)`.
     fn pool(&self, x: &Tensor) -> Result<Tensor> {
         match self.ops {
-            OpSet::Port => ops::max_pool2d(x, &ops::Pool::new(&[2])),
+            OpSet::Port => x.apply(&self.pool),
             OpSet::Native => x.max_pool2d(2),
         }
     }
@@ -154,10 +162,7 @@ impl UNet {
     /// `nn.Upsample(scale_factor=2, mode="bilinear", align_corners=False)`.
     fn up(&self, x: &Tensor) -> Result<Tensor> {
         match self.ops {
-            OpSet::Port => ops::interpolate(
-                x,
-                &ops::Interpolate::scale(&[2.0], ops::Mode::Bilinear).align_corners(false),
-            ),
+            OpSet::Port => x.apply(&self.up),
             OpSet::Native => {
                 let (_, _, h, w) = x.dims4()?;
                 x.upsample_bilinear2d(2 * h, 2 * w, false)

@@ -3,7 +3,7 @@
 
 use candle_core::{Result, Tensor};
 
-use super::weights::AxisTaps;
+use crate::taps::Taps;
 
 /// `x` with dim `dim` replaced by `x.index_select(index, dim)` (candle's index_select
 /// needs a contiguous source: a strided view is copied first).
@@ -23,18 +23,21 @@ const DENSE_INPUTS_PER_TAP: usize = 128;
 ///
 /// Short axes (and many taps, as in downscaling) use one matmul with the dense `(out, in)`
 /// matrix; long axes with few taps sum `index_select`s scaled by the weights. The dense path
-/// multiplies every input by a weight, mostly 0: a non-finite input then makes its whole output
-/// line NaN (0 * inf), where torch's taps spread it only to the outputs that read it.
-pub(crate) fn resample(x: &Tensor, dim: usize, taps: &AxisTaps) -> Result<Tensor> {
-    if taps.input <= DENSE_INPUTS_PER_TAP * taps.index.len() {
+/// multiplies every input by a weight, mostly 0: a non-finite input would make its whole output
+/// line NaN (0 * inf), where torch's taps spread it only to the outputs that read it, so an input
+/// that is not `finite` always takes the taps, every one torch reads.
+pub(crate) fn resample(x: &Tensor, dim: usize, taps: &Taps, finite: bool) -> Result<Tensor> {
+    if !finite {
+        taps.apply(x, dim, false)
+    } else if taps.input <= DENSE_INPUTS_PER_TAP * taps.index.len() {
         dense(x, dim, taps)
     } else {
-        gathered(x, dim, taps)
+        taps.apply(x, dim, true)
     }
 }
 
 /// `matmul` with the dense matrix: `x` seen as `(before, in, after)`.
-fn dense(x: &Tensor, dim: usize, taps: &AxisTaps) -> Result<Tensor> {
+fn dense(x: &Tensor, dim: usize, taps: &Taps) -> Result<Tensor> {
     let dims = x.dims().to_vec();
     let before: usize = dims[..dim].iter().product();
     let after: usize = dims[dim + 1..].iter().product();
@@ -68,27 +71,4 @@ fn dense(x: &Tensor, dim: usize, taps: &AxisTaps) -> Result<Tensor> {
     let mut out_dims = dims;
     out_dims[dim] = output;
     y.reshape(out_dims)
-}
-
-/// Sum over taps of `index_select` times the tap's weights (broadcast along `dim`).
-fn gathered(x: &Tensor, dim: usize, taps: &AxisTaps) -> Result<Tensor> {
-    let mut wshape = vec![1usize; x.rank()];
-    wshape[dim] = taps.output;
-    let x = x.contiguous()?;
-    let mut sum: Option<Tensor> = None;
-    for (index, weight) in taps.index.iter().zip(&taps.weight) {
-        if weight.iter().all(|&w| w == 0.0) {
-            continue;
-        }
-        let w = Tensor::from_slice(weight, wshape.as_slice(), x.device())?.to_dtype(x.dtype())?;
-        let term = select(&x, dim, index)?.broadcast_mul(&w)?;
-        sum = Some(match sum {
-            None => term,
-            Some(s) => (s + term)?,
-        });
-    }
-    match sum {
-        Some(s) => Ok(s),
-        None => dense(&x, dim, taps),
-    }
 }

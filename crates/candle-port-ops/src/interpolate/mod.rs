@@ -16,6 +16,7 @@ pub use options::{Interpolate, Mode, Target};
 
 use candle_core::{bail, DType, Result, Tensor};
 
+use crate::taps::all_finite;
 use coords::Precision;
 use nearest::{nearest_index, NearestRule};
 
@@ -75,13 +76,19 @@ pub fn interpolate(x: &Tensor, opts: &Interpolate) -> Result<Tensor> {
     if matches!(opts.mode, Mode::Nearest | Mode::NearestExact) {
         return nearest_resize(x, &plan, opts.mode == Mode::NearestExact, rule, p);
     }
-    // Shrinking axes first: every later axis then works on a smaller tensor.
+    let finite = all_finite(x)?;
+    // Shrinking axes first: every later axis then works on a smaller tensor. Non-finite input:
+    // the last axis first, as ATen's separable kernels (the order decides where +inf meets -inf).
     let mut order: Vec<usize> = (0..spatial).collect();
-    order.sort_by(|&a, &b| {
-        let ra = plan.outputs[a] as f64 / plan.inputs[a] as f64;
-        let rb = plan.outputs[b] as f64 / plan.inputs[b] as f64;
-        ra.total_cmp(&rb)
-    });
+    if finite {
+        order.sort_by(|&a, &b| {
+            let ra = plan.outputs[a] as f64 / plan.inputs[a] as f64;
+            let rb = plan.outputs[b] as f64 / plan.inputs[b] as f64;
+            ra.total_cmp(&rb)
+        });
+    } else {
+        order.reverse();
+    }
     let mut y = x.clone();
     let mut changed = false;
     for k in order {
@@ -103,10 +110,12 @@ pub fn interpolate(x: &Tensor, opts: &Interpolate) -> Result<Tensor> {
                     Mode::Bicubic => {
                         Some(weights::cubic(input, output, plan.align_corners, scale, p))
                     }
-                    _ => weights::linear(input, output, plan.align_corners, scale, p),
+                    // Finite input: an unchanged axis is copied (ATen's result, exactly).
+                    _ if finite && input == output => None,
+                    _ => Some(weights::linear(input, output, plan.align_corners, scale, p)),
                 };
                 match taps {
-                    Some(taps) => Some(apply::resample(&y, dim, &taps)?),
+                    Some(taps) => Some(apply::resample(&y, dim, &taps, finite)?),
                     None => None,
                 }
             }
@@ -148,6 +157,9 @@ fn nearest_resize(
     if axes.iter().all(Option::is_none) {
         return x.copy();
     }
+    if let Some(factors) = repeat_factors(&axes, &plan.inputs, &plan.outputs) {
+        return repeat(x, &factors);
+    }
     let mut flat: Vec<u32> = vec![0];
     for (k, axis) in axes.iter().enumerate() {
         let input = plan.inputs[k] as u32;
@@ -166,4 +178,45 @@ fn nearest_resize(
     let mut out_dims = dims[..2].to_vec();
     out_dims.extend(&plan.outputs);
     y.reshape(out_dims)
+}
+
+/// Each axis's integer factor when every axis is unchanged or repeats each input `f` times
+/// (`index[j] = j / f`), as nearest upscaling by integer factors does.
+fn repeat_factors(
+    axes: &[Option<Vec<u32>>],
+    inputs: &[usize],
+    outputs: &[usize],
+) -> Option<Vec<usize>> {
+    axes.iter()
+        .zip(inputs.iter().zip(outputs))
+        .map(|(axis, (&input, &output))| match axis {
+            None => Some(1),
+            Some(index) => {
+                let f = output / input;
+                let repeats = f >= 1
+                    && output == f * input
+                    && index.iter().enumerate().all(|(j, &i)| i as usize == j / f);
+                repeats.then_some(f)
+            }
+        })
+        .collect()
+}
+
+/// Nearest upscaling by integer factors as a broadcast: `(n, c, s1, 1, s2, 1, ..)` broadcast to
+/// `(n, c, s1, f1, s2, f2, ..)` and copied, so no index is built or read; the backward is
+/// candle's broadcast backward, a sum over each input's copies (torch's). (A `cat` of `f` copies
+/// per axis measured no faster in benches/speed.rs, forward or backward.)
+fn repeat(x: &Tensor, factors: &[usize]) -> Result<Tensor> {
+    let dims = x.dims();
+    let (mut split, mut wide, mut out) =
+        (dims[..2].to_vec(), dims[..2].to_vec(), dims[..2].to_vec());
+    for (&s, &f) in dims[2..].iter().zip(factors) {
+        split.extend([s, 1]);
+        wide.extend([s, f]);
+        out.push(s * f);
+    }
+    x.reshape(split)?
+        .broadcast_as(wide)?
+        .contiguous()?
+        .reshape(out)
 }

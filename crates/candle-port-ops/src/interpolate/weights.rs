@@ -6,43 +6,7 @@
 //! `index_select` / `matmul` alone.
 
 use super::coords::{axis_scale, floorf, source_index, Precision};
-
-/// The resampling of one axis: `taps` parallel lists of `output` indices and weights.
-#[derive(Clone, Debug, PartialEq)]
-pub(crate) struct AxisTaps {
-    pub input: usize,
-    pub output: usize,
-    pub index: Vec<Vec<u32>>,
-    pub weight: Vec<Vec<f64>>,
-}
-
-impl AxisTaps {
-    fn new(input: usize, output: usize, taps: usize) -> Self {
-        Self {
-            input,
-            output,
-            index: vec![vec![0; output]; taps],
-            weight: vec![vec![0.0; output]; taps],
-        }
-    }
-
-    /// Store tap `t` of output `j`; an index outside the input (a zero-weight tap) is clamped.
-    fn set(&mut self, t: usize, j: usize, index: i64, weight: f64) {
-        self.index[t][j] = index.clamp(0, self.input as i64 - 1) as u32;
-        self.weight[t][j] = weight;
-    }
-
-    /// The dense `(output, input)` matrix, row-major; taps on one input sample add up.
-    pub fn matrix(&self) -> Vec<f64> {
-        let mut m = vec![0.0; self.output * self.input];
-        for (index, weight) in self.index.iter().zip(&self.weight) {
-            for (j, (&i, &w)) in index.iter().zip(weight).enumerate() {
-                m[j * self.input + i as usize] += w;
-            }
-        }
-        m
-    }
-}
+use crate::taps::Taps;
 
 /// Linear interpolation (ATen's `compute_source_index_and_lambda`): two taps,
 ///
@@ -51,19 +15,25 @@ impl AxisTaps {
 /// w1 = clamp(src - i0, 0, 1);     w0 = 1 - w1
 /// ```
 ///
-/// `None` when the size does not change: ATen then copies the axis, whatever the scale.
+/// An unchanged size, whatever the scale, reads `x[j]` twice with weights 1 and 0 (ATen's copy
+/// case): a copy for finite input, NaN from an inf (`0 * inf`) as in torch.
 pub(crate) fn linear(
     input: usize,
     output: usize,
     align_corners: bool,
     scale_factor: Option<f64>,
     p: Precision,
-) -> Option<AxisTaps> {
+) -> Taps {
     if input == output {
-        return None;
+        let mut taps = Taps::new(input, output, 2);
+        for j in 0..output {
+            taps.set(0, j, j as i64, 1.0);
+            taps.set(1, j, j as i64, 0.0);
+        }
+        return taps;
     }
     let scale = axis_scale(input, output, align_corners, scale_factor, p);
-    let mut taps = AxisTaps::new(input, output, 2);
+    let mut taps = Taps::new(input, output, 2);
     for j in 0..output {
         let src = source_index(scale, j, align_corners, false, p);
         let i0 = floorf(src).min(input as i64 - 1);
@@ -72,7 +42,7 @@ pub(crate) fn linear(
         taps.set(0, j, i0, p.round(1.0 - w1));
         taps.set(1, j, i1, w1);
     }
-    Some(taps)
+    taps
 }
 
 /// ATen's bicubic constant (`upsample_bicubic2d`).
@@ -103,9 +73,9 @@ pub(crate) fn cubic(
     align_corners: bool,
     scale_factor: Option<f64>,
     p: Precision,
-) -> AxisTaps {
+) -> Taps {
     let scale = axis_scale(input, output, align_corners, scale_factor, p);
-    let mut taps = AxisTaps::new(input, output, 4);
+    let mut taps = Taps::new(input, output, 4);
     for j in 0..output {
         let src = source_index(scale, j, align_corners, true, p);
         let i = floorf(src).min(input as i64 - 1);
@@ -142,7 +112,7 @@ pub(crate) fn antialias(
     scale_factor: Option<f64>,
     cubic: bool,
     p: Precision,
-) -> Option<AxisTaps> {
+) -> Option<Taps> {
     if input == output {
         return None;
     }
@@ -168,7 +138,7 @@ pub(crate) fn antialias(
             0.0
         }
     };
-    let mut taps = AxisTaps::new(input, output, count);
+    let mut taps = Taps::new(input, output, count);
     let mut w = vec![0.0; count];
     for j in 0..output {
         let center = p.round(scale * (j as f64 + 0.5));
@@ -185,7 +155,8 @@ pub(crate) fn antialias(
             };
             total = p.round(total + *wk);
         }
-        for (k, &wk) in w.iter().enumerate() {
+        // Taps from `size` on are not read by ATen: they stay on the zero slab.
+        for (k, &wk) in w.iter().enumerate().take(size) {
             let wk = if total != 0.0 {
                 p.round(wk / total)
             } else {
@@ -199,20 +170,20 @@ pub(crate) fn antialias(
 
 /// Area resizing = adaptive average pooling: output `j` averages inputs
 /// `floor(j * in / out) .. ceil((j + 1) * in / out)`. `None` when the size does not change.
-pub(crate) fn area(input: usize, output: usize) -> Option<AxisTaps> {
+pub(crate) fn area(input: usize, output: usize) -> Option<Taps> {
     if input == output {
         return None;
     }
     let start = |j: usize| j * input / output;
     let end = |j: usize| ((j + 1) * input).div_ceil(output);
     let count = (0..output).map(|j| end(j) - start(j)).max().unwrap_or(1);
-    let mut taps = AxisTaps::new(input, output, count);
+    let mut taps = Taps::new(input, output, count);
     for j in 0..output {
         let (s, e) = (start(j), end(j));
         let w = 1.0 / (e - s) as f64;
-        for k in 0..count {
-            let inside = s + k < e;
-            taps.set(k, j, (s + k) as i64, if inside { w } else { 0.0 });
+        // A window shorter than `count` leaves its last taps on the zero slab.
+        for (k, q) in (s..e).enumerate() {
+            taps.set(k, j, q as i64, w);
         }
     }
     Some(taps)
