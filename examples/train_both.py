@@ -1,17 +1,19 @@
 """Train the bundled example U-Net in torch and in candle from the same start, and compare.
 
 The whole candle-port workflow on examples/unet.py: `port-fix` it (runtime strategy) into a
-temporary copy, export that model's initial weights, an input and a target to safetensors, train
-N plain-SGD steps on the MSE loss in torch, run the candle port (examples/unet-candle, built with
-cargo) for the same steps, and compare the per-step losses and every parameter's gradient at
-step 0. Then run the same model ported with candle's native ops: its first backward fails with
-candle's "backward not supported for upsample_bilinear2d".
+temporary copy, write torch's side of a parity directory with `candle-port reference` (initial
+weights, input, every module's output and parameter gradient, N plain-SGD steps on
+sum(output * upstream)), run the candle port (examples/unet-candle, built with cargo, reading
+torch's weights through candle-port-parity) for the same steps, and judge it with `candle-port
+compare`: the loss curves side by side and every parameter's gradient at step 0, against torch's
+own rounding. Then run the same model ported with candle's native ops: its first backward fails
+with candle's "backward not supported for upsample_bilinear2d".
 
 The input is 2x3x21x29: odd, so max pooling drops a row and a column and the decoder's resize to
 the skip connection's size (10x14 -> 21x29) is not a plain x2.
 
-Exit codes: 0 every bound holds (also when cargo is missing: then only the torch part runs, unless
-CANDLE_PORT_REQUIRE_CARGO is set); 1 a bound failed, or the native port did not fail as expected;
+Exit codes: 0 compare says the port matches (and the native port fails as it should) (also when cargo is missing: then only the torch part runs, unless
+CANDLE_PORT_REQUIRE_CARGO is set); 1 compare found a divergence, or the native port did not fail as expected;
 2 cargo is missing and CANDLE_PORT_REQUIRE_CARGO is set (CI). CANDLE_PORT_CARGO names the cargo
 to use (default: cargo on PATH, else ~/.cargo/bin/cargo).
 
@@ -35,7 +37,6 @@ from typing import Dict, List, Tuple
 
 import torch
 import torch.nn.functional as F
-from safetensors.torch import load_file, save_file
 
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLE = ROOT / "examples" / "unet.py"
@@ -45,6 +46,7 @@ INPUT_SHAPE = (2, 3, 21, 29)
 CLASSES = 2
 LR = 0.05
 DTYPES = {"f64": torch.float64, "f32": torch.float32}
+DTYPE_NAMES = {"f64": "float64", "f32": "float32"}
 # Relative bounds: per-step loss |a - b| / |b|; per gradient max|a - b| / max|b| (issue 11).
 REL_TOL = {"f64": 1e-9, "f32": 1e-4}
 NATIVE_ERROR = "backward not supported for upsample_bilinear2d"
@@ -70,14 +72,13 @@ def port_fixed_unet(workdir: Path):
     return load_unet(fixed, "unet_fixed")
 
 
-def export_start(unet_cls, path: Path) -> Tuple[Dict[str, torch.Tensor], torch.Tensor, torch.Tensor]:
-    """Seeded initial weights (float32, torch's defaults), input and target, saved for candle."""
+def start_state(unet_cls) -> Tuple[Dict[str, torch.Tensor], torch.Tensor, torch.Tensor]:
+    """Seeded initial weights (float32, torch's defaults), input and target, for the torch-only check."""
     torch.manual_seed(SEED)
     model = unet_cls()
     x = torch.randn(INPUT_SHAPE)
     target = torch.randn((INPUT_SHAPE[0], CLASSES) + INPUT_SHAPE[2:])
     state = {k: v.contiguous() for k, v in model.state_dict().items() if v.is_floating_point()}
-    save_file({**state, "input": x, "target": target}, str(path))
     return state, x, target
 
 
@@ -146,48 +147,61 @@ def build_candle(cargo: str, profile: str) -> Path:
     raise SystemExit(f"cargo build did not report the {CRATE} executable")
 
 
-def train_candle(exe: Path, weights: Path, out: Path, dtype: str, steps: int, lr: float):
-    """Run the candle port; its per-step losses and step-0 gradients."""
-    cmd = [str(exe), "--weights", str(weights), "--out", str(out), "--dtype", dtype, "--steps", str(steps), "--lr", repr(lr)]
+def candle_port(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "candle_port", *args], capture_output=True, text=True)
+
+
+def write_torch_side(fixed: Path, out: Path, dtype: str, steps: int, lr: float) -> None:
+    """`candle-port reference` on the port-fix'ed model: torch's side of the parity directory."""
+    shape = ",".join(map(str, INPUT_SHAPE))
     start = time.perf_counter()
-    subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL)
-    print(f"candle {dtype}, {steps} steps: {time.perf_counter() - start:.2f} s", file=sys.stderr)
-    result = load_file(str(out))
-    grads = {k.removeprefix("grad."): v for k, v in result.items() if k.startswith("grad.")}
-    return result["loss"].tolist(), grads
+    done = candle_port("reference", f"{fixed}:UNet", "--input-shape", shape, "--dtype", DTYPE_NAMES[dtype],
+                       "--seed", str(SEED), "--loss", "mse", "--steps", str(steps), "--optimizer", "sgd", "--lr", repr(lr), "--out", str(out))
+    if done.returncode != 0:
+        raise SystemExit(f"candle-port reference failed:\n{done.stderr}")
+    print(f"torch {dtype}, {steps} steps: {time.perf_counter() - start:.2f} s", file=sys.stderr)
 
 
-def loss_table(torch_losses: Dict[str, List[float]], candle_losses: Dict[str, List[float]]) -> None:
+def run_candle(exe: Path, directory: Path, *extra: str) -> subprocess.CompletedProcess:
+    return subprocess.run([str(exe), "--parity", str(directory), *extra], capture_output=True, text=True)
+
+
+def compare(directory: Path) -> dict:
+    done = candle_port("compare", str(directory), "--output-format", "json")
+    if done.returncode not in (0, 1):
+        raise SystemExit(f"candle-port compare failed:\n{done.stderr}")
+    return json.loads(done.stdout)
+
+
+def loss_table(results: Dict[str, dict]) -> None:
     """Print the torch and candle loss columns side by side per dtype, with the relative difference."""
-    head = ["step"] + [h for d in torch_losses for h in (f"torch {d}", f"candle {d}", "rel diff")]
-    widths = [4] + [16, 16, 8] * len(torch_losses)
+    head = ["step"] + [h for d in results for h in (f"torch {d}", f"candle {d}", "rel diff")]
+    widths = [4] + [16, 16, 8] * len(results)
     print("  ".join(f"{h:>{w}}" for h, w in zip(head, widths)))
-    for step in range(len(next(iter(torch_losses.values())))):
+    steps = len(next(iter(results.values()))["losses"]["steps"])
+    for step in range(steps):
         row = [f"{step:>4}"]
-        for d in torch_losses:
-            t, c = torch_losses[d][step], candle_losses[d][step]
-            row += [f"{t:>16.12f}", f"{c:>16.12f}", f"{abs(c - t) / abs(t):>8.1e}"]
+        for d in results:
+            s = results[d]["losses"]["steps"][step]
+            candle = "-" if s["candle"] is None else f"{s['candle']:>16.12f}"
+            row += [f"{s['torch']:>16.12f}", f"{candle:>16}", f"{s['rel']:>8.1e}"]
         print("  ".join(row))
 
 
-def check(label: str, worst: float, where: str, dtype: str) -> bool:
-    ok = worst <= REL_TOL[dtype]
-    verdict = "ok" if ok else "FAIL"
-    print(f"{label}, {dtype}: worst relative difference {worst:.1e} ({where}) <= {REL_TOL[dtype]:.0e} {verdict}")
+def verdict(dtype: str, result: dict) -> bool:
+    """One line per dtype from compare's JSON: the verdict, the worst gradient and step."""
+    grads = result["gradients"]
+    worst = max(grads, key=lambda g: g["rel"] / max(g["allowed"], 1e-300)) if grads else None
+    steps = result["losses"]["steps"] if result["losses"] else []
+    worst_step = max(steps, key=lambda s: s["rel"]) if steps else None
+    ok = result["verdict"] == "match"
+    print(f"candle-port compare, {dtype}: {'MATCH' if ok else 'DIVERGES'}: "
+          f"{len(grads)} step-0 gradients, worst {worst['rel']:.1e} of scale ({worst['name']}, allowed {worst['allowed']:.1e}); "
+          f"losses, {len(steps)} steps, worst relative difference {worst_step['rel']:.1e} (step {worst_step['step']})"
+          if worst and worst_step else f"candle-port compare, {dtype}: {result['verdict']}")
+    if result.get("first_divergence") or result.get("backward_divergence"):
+        print(f"  {json.dumps(result.get('first_divergence') or result.get('backward_divergence'))}")
     return ok
-
-
-def compare(dtype, torch_run, candle_run) -> bool:
-    (t_losses, t_grads), (c_losses, c_grads) = torch_run, candle_run
-    diffs = [abs(c - t) / abs(t) for t, c in zip(t_losses, c_losses)]
-    step = max(range(len(diffs)), key=diffs.__getitem__)
-    ok = check(f"losses, {len(diffs)} steps", diffs[step], f"step {step}", dtype)
-    if set(t_grads) != set(c_grads):
-        print(f"FAIL: gradient names differ: {sorted(set(t_grads) ^ set(c_grads))}")
-        return False
-    diffs = grad_diffs(c_grads, t_grads)
-    name = max(diffs, key=diffs.__getitem__)
-    return check(f"step-0 gradients of {len(diffs)} parameters", diffs[name], name, dtype) and ok
 
 
 def fix_changes_nothing(fixed_cls, state, x, target) -> bool:
@@ -196,26 +210,26 @@ def fix_changes_nothing(fixed_cls, state, x, target) -> bool:
     runs = [train_torch(cls, state, x, target, torch.float64, 1, LR) for cls in (original, fixed_cls)]
     (lo, go), (lf, gf) = runs
     worst = max([abs(lf[0] - lo[0]) / abs(lo[0]), *grad_diffs(gf, go).values()])
-    return check("torch: port-fix'ed model vs examples/unet.py, step-0 loss and gradients", worst, "worst of all", "f64")
+    ok = worst <= REL_TOL["f64"]
+    print(f"torch: port-fix'ed model vs examples/unet.py, step-0 loss and gradients, f64: worst relative difference "
+          f"{worst:.1e} (worst of all) <= {REL_TOL['f64']:.0e} {'ok' if ok else 'FAIL'}")
+    return ok
 
 
-def run_native(exe: Path, weights: Path, dtype: str, torch_loss0: float) -> bool:
-    """The same model with candle's native ops: its forward equals torch's, its first backward
-    must fail with the seed's error."""
-    cmd = [str(exe), "--weights", str(weights), "--native", "--dtype", dtype]
-    result = subprocess.run(cmd, capture_output=True, text=True)
+def run_native(exe: Path, directory: Path, dtype: str) -> bool:
+    """The same model with candle's native ops: its forward equals torch's (compare says so), its
+    first backward must fail with the seed's error."""
+    result = run_candle(exe, directory, "--native")
     print(f"The same port with candle's own upsample_bilinear2d and max_pool2d, {dtype} (exit code {result.returncode}):")
     print(result.stdout.rstrip())
     print("\n".join(line for line in result.stderr.splitlines() if not line.startswith("unet-candle:")))
     ok = result.returncode == EXIT_NATIVE_BACKWARD_FAILED and NATIVE_ERROR in result.stderr
     print(f"native port fails at the first backward with {NATIVE_ERROR!r}: {'ok' if ok else 'FAIL'}")
-    loss0 = [float(line.split()[4]) for line in result.stdout.splitlines() if line.startswith("native step")]
-    if loss0:
-        ok = check("native forward: step-0 loss vs torch", abs(loss0[0] - torch_loss0) / abs(torch_loss0), "step 0", dtype) and ok
-    else:
-        print("FAIL: the native port printed no step-0 loss")
-        ok = False
-    return ok
+    outputs = compare(directory)["outputs"]
+    agrees = bool(outputs) and all(o["status"] == "match" for o in outputs)
+    worst = max((o["rel"] for o in outputs), default=float("nan"))
+    print(f"native forward agrees with torch (candle-port compare), {dtype}: {worst:.1e} of scale {'ok' if agrees else 'FAIL'}")
+    return ok and agrees
 
 
 def main(argv=None) -> int:
@@ -223,8 +237,7 @@ def main(argv=None) -> int:
     parser.add_argument("--steps", type=int, default=20)
     parser.add_argument("--dtype", choices=["both", *DTYPES], default="both")
     parser.add_argument("--profile", choices=["release", "dev"], default="release", help="cargo profile of the candle build")
-    parser.add_argument("--candle-lr", type=float, default=None, help=argparse.SUPPRESS)  # tests: make candle differ
-    parser.add_argument("--workdir", type=Path, default=None, help="keep the exported and result files here")
+    parser.add_argument("--workdir", type=Path, default=None, help="keep the parity directories here")
     args = parser.parse_args(argv)
     dtypes = list(DTYPES) if args.dtype == "both" else [args.dtype]
 
@@ -232,37 +245,42 @@ def main(argv=None) -> int:
         workdir = args.workdir or Path(tmp)
         workdir.mkdir(parents=True, exist_ok=True)
         fixed_cls = port_fixed_unet(workdir)
-        weights = workdir / "start.safetensors"
-        state, x, target = export_start(fixed_cls, weights)
-        print(f"U-Net of examples/unet.py, port-fix'ed; input {'x'.join(map(str, INPUT_SHAPE))}, MSE loss, SGD lr {LR}, {args.steps} steps")
+        state, x, target = start_state(fixed_cls)
+        print(f"U-Net of examples/unet.py, port-fix'ed; input {'x'.join(map(str, INPUT_SHAPE))}, "
+              f"loss mean((output - target)^2), SGD lr {LR}, {args.steps} steps")
         ok = fix_changes_nothing(fixed_cls, state, x, target)
-        torch_runs = {}
         for d in dtypes:
-            start = time.perf_counter()
-            torch_runs[d] = train_torch(fixed_cls, state, x, target, DTYPES[d], args.steps, LR)
-            print(f"torch {d}, {args.steps} steps: {time.perf_counter() - start:.2f} s", file=sys.stderr)
+            write_torch_side(workdir / "unet_fixed.py", workdir / f"parity-{d}", d, args.steps, LR)
 
         cargo = find_cargo()
         if cargo is None:
             print("cargo not found: the candle side needs Rust, from https://rustup.rs; ran the torch part only")
             for d in dtypes:
-                print(f"torch {d} losses: " + " ".join(f"{v:.6f}" for v in torch_runs[d][0]))
+                losses = json.loads((workdir / f"parity-{d}" / "manifest.json").read_text())["steps"]["losses"]
+                print(f"torch {d} losses: " + " ".join(f"{v:.6f}" for v in losses))
             required = bool(os.environ.get("CANDLE_PORT_REQUIRE_CARGO"))
             return 2 if required else (0 if ok else 1)
 
         exe = build_candle(cargo, args.profile)
-        candle_runs = {}
+        results = {}
         for d in dtypes:
-            lr = LR if args.candle_lr is None else args.candle_lr
-            candle_runs[d] = train_candle(exe, weights, workdir / f"candle_{d}.safetensors", d, args.steps, lr)
+            native_dir = workdir / f"native-{d}"
+            shutil.copytree(workdir / f"parity-{d}", native_dir)
+            start = time.perf_counter()
+            done = run_candle(exe, workdir / f"parity-{d}")
+            print(f"candle {d}, {args.steps} steps: {time.perf_counter() - start:.2f} s", file=sys.stderr)
+            if done.returncode != 0:
+                print(f"FAIL: unet-candle ({d}): {done.stderr.strip()}")
+                ok = False
+            results[d] = compare(workdir / f"parity-{d}")
         print()
-        loss_table({d: torch_runs[d][0] for d in dtypes}, {d: candle_runs[d][0] for d in dtypes})
+        loss_table(results)
         print()
         for d in dtypes:
-            ok = compare(d, torch_runs[d], candle_runs[d]) and ok
+            ok = verdict(d, results[d]) and ok
         print()
-        ok = run_native(exe, weights, dtypes[0], torch_runs[dtypes[0]][0][0]) and ok
-    print("\ntorch and candle agree" if ok else "\nFAIL: see the lines marked FAIL above")
+        ok = run_native(exe, workdir / f"native-{dtypes[0]}", dtypes[0]) and ok
+    print("\ntorch and candle agree" if ok else "\nFAIL: see the lines marked FAIL or DIVERGES above")
     return 0 if ok else 1
 
 

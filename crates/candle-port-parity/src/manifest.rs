@@ -18,6 +18,13 @@ pub(crate) struct Manifest {
     pub(crate) renames: Vec<(String, String)>,
     #[serde(default)]
     pub(crate) steps: Option<Steps>,
+    /// `linear`: sum(output * upstream); `mse`: mean((output - upstream)^2), summed over outputs.
+    #[serde(default = "default_loss")]
+    pub(crate) loss: String,
+}
+
+fn default_loss() -> String {
+    "linear".into()
 }
 
 /// `--steps N`: the optimizer torch ran, to run the same one in candle.

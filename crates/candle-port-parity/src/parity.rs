@@ -249,8 +249,8 @@ impl Parity {
             .collect())
     }
 
-    /// Runs `forward` on torch's inputs with recording on, the backward of
-    /// `sum(output * upstream)` and, when torch ran optimizer steps, the same steps with
+    /// Runs `forward` on torch's inputs with recording on, the backward of torch's loss
+    /// (`sum(output * upstream)`, or `--loss mse`'s mean of `(output - upstream)^2`) and, when torch ran optimizer steps, the same steps with
     /// candle-nn's optimizer; writes the candle side (`candle.safetensors`, `candle.json`) into
     /// the directory for `candle-port compare`, and returns what it found.
     pub fn check<F, O>(&self, mut forward: F) -> Result<Summary>
@@ -345,9 +345,12 @@ impl Parity {
                     up.dims()
                 )));
             }
-            let term = (out * up.to_dtype(out.dtype())?)?
-                .to_dtype(DType::F64)?
-                .sum_all()?;
+            let up = up.to_dtype(out.dtype())?;
+            let term = match self.manifest.loss.as_str() {
+                "linear" => (out * up)?.sum_all()?,
+                "mse" => (out - up)?.sqr()?.mean_all()?,
+                other => return Err(Error::Msg(format!("manifest.json: unknown loss {other:?}"))),
+            };
             total = Some(match total {
                 None => term,
                 Some(t) => (t + term)?,
@@ -366,7 +369,7 @@ impl Parity {
         let mut step = |optimizer: &mut dyn FnMut(&Tensor) -> Result<()>| -> Result<()> {
             for _ in 0..steps.count {
                 let loss = self.loss(&forward(&self.inputs)?.into_outputs())?;
-                losses.push(loss.to_scalar::<f64>()?);
+                losses.push(loss.to_dtype(DType::F64)?.to_scalar::<f64>()?);
                 optimizer(&loss)?;
             }
             Ok(())

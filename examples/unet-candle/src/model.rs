@@ -5,10 +5,8 @@
 //! layers are, and `F.interpolate` its function; `OpSet::Native` with candle's own `upsample_bilinear2d` and
 //! `max_pool2d`, the port a user writes first: its forward equals torch's, its backward fails.
 
-use std::collections::HashMap;
-
-use candle_core::{bail, DType, Result, Tensor, Var};
-use candle_nn::{BatchNorm, Conv2d, Conv2dConfig, Module};
+use candle_core::{Result, Tensor};
+use candle_nn::{BatchNorm, Conv2d, Conv2dConfig, Module, VarBuilder};
 
 use candle_port_ops as ops;
 use candle_port_ops::nn as port_nn;
@@ -22,54 +20,6 @@ pub enum OpSet {
     Native,
 }
 
-/// The tensors of a torch `state_dict`, handed out by name as trainable `Var`s or as buffers.
-pub struct Store {
-    tensors: HashMap<String, Tensor>,
-    dtype: DType,
-    params: Vec<(String, Var)>,
-}
-
-impl Store {
-    /// Keep `tensors` (torch's names), cast to `dtype` when taken.
-    pub fn new(tensors: HashMap<String, Tensor>, dtype: DType) -> Self {
-        Self {
-            tensors,
-            dtype,
-            params: Vec::new(),
-        }
-    }
-
-    fn take(&mut self, name: &str) -> Result<Tensor> {
-        match self.tensors.remove(name) {
-            Some(t) => t.to_dtype(self.dtype),
-            None => bail!("the weights file has no tensor {name:?}"),
-        }
-    }
-
-    /// A trainable parameter; it is listed by `params` in creation order.
-    fn param(&mut self, name: &str) -> Result<Tensor> {
-        let var = Var::from_tensor(&self.take(name)?)?;
-        let tensor = var.as_tensor().clone();
-        self.params.push((name.to_string(), var));
-        Ok(tensor)
-    }
-
-    /// Every parameter taken so far, with its torch name.
-    pub fn params(&self) -> &[(String, Var)] {
-        &self.params
-    }
-
-    /// Fail if the file holds tensors the model did not take (a renamed or extra layer).
-    pub fn check_all_taken(&self) -> Result<()> {
-        let mut left: Vec<&String> = self.tensors.keys().collect();
-        left.sort();
-        if !left.is_empty() {
-            bail!("the weights file has tensors the model does not use: {left:?}")
-        }
-        Ok(())
-    }
-}
-
 /// `nn.Sequential(nn.Conv2d(cin, cout, 3, padding=1), nn.BatchNorm2d(cout), nn.ReLU())`.
 struct Block {
     conv: Conv2d,
@@ -77,20 +27,14 @@ struct Block {
 }
 
 impl Block {
-    fn new(store: &mut Store, prefix: &str) -> Result<Self> {
-        let weight = store.param(&format!("{prefix}.0.weight"))?;
-        let bias = store.param(&format!("{prefix}.0.bias"))?;
-        let cout = weight.dim(0)?;
+    /// Weights under torch's names: `{vb}.0.weight`, `.0.bias` (the conv), `.1.*` (BatchNorm).
+    fn new(cin: usize, cout: usize, vb: VarBuilder) -> Result<Self> {
         let config = Conv2dConfig {
             padding: 1,
             ..Default::default()
         };
-        let conv = Conv2d::new(weight, Some(bias), config);
-        let gamma = store.param(&format!("{prefix}.1.weight"))?;
-        let beta = store.param(&format!("{prefix}.1.bias"))?;
-        let running_mean = store.take(&format!("{prefix}.1.running_mean"))?;
-        let running_var = store.take(&format!("{prefix}.1.running_var"))?;
-        let bn = BatchNorm::new(cout, running_mean, running_var, gamma, beta, 1e-5)?;
+        let conv = candle_nn::conv2d(cin, cout, 3, config, vb.pp("0"))?;
+        let bn = candle_nn::batch_norm(cout, 1e-5, vb.pp("1"))?;
         Ok(Self { conv, bn })
     }
 
@@ -114,16 +58,16 @@ pub struct UNet {
 }
 
 impl UNet {
-    /// Build the model from `store`, taking every tensor torch's `state_dict` holds.
-    pub fn new(store: &mut Store, ops: OpSet) -> Result<Self> {
-        let down1 = Block::new(store, "down1")?;
-        let down2 = Block::new(store, "down2")?;
-        let bottom = Block::new(store, "bottom")?;
-        let dec2 = Block::new(store, "dec2")?;
-        let dec1 = Block::new(store, "dec1")?;
-        let head_weight = store.param("head.weight")?;
-        let head_bias = store.param("head.bias")?;
-        let head = Conv2d::new(head_weight, Some(head_bias), Conv2dConfig::default());
+    /// Build the model from `vb`, under torch's `state_dict` names (a candle-port-parity
+    /// VarBuilder serves torch's own weights).
+    pub fn new(vb: VarBuilder, ops: OpSet) -> Result<Self> {
+        let width = 8;
+        let down1 = Block::new(3, width, vb.pp("down1"))?;
+        let down2 = Block::new(width, 2 * width, vb.pp("down2"))?;
+        let bottom = Block::new(2 * width, 2 * width, vb.pp("bottom"))?;
+        let dec2 = Block::new(4 * width, width, vb.pp("dec2"))?;
+        let dec1 = Block::new(2 * width, width, vb.pp("dec1"))?;
+        let head = candle_nn::conv2d(width, 2, 1, Conv2dConfig::default(), vb.pp("head"))?;
         Ok(Self {
             down1,
             down2,

@@ -23,6 +23,11 @@ class Optimizer(str, enum.Enum):
     adamw = "adamw"
 
 
+class Loss(str, enum.Enum):
+    linear = "linear"
+    mse = "mse"
+
+
 class CompareFormat(str, enum.Enum):
     text = "text"
     json = "json"
@@ -51,7 +56,8 @@ def reference_command(
     source_root: Annotated[Optional[str], typer.Option("--source-root", help="The package the model's code spans (for --skip-package-init).", rich_help_panel=MODEL_PANEL)] = None,
     skip_package_init: Annotated[bool, typer.Option("--skip-package-init", help="Import MODEL's module without running the __init__.py of the packages above it.", rich_help_panel=MODEL_PANEL)] = False,
     weights: Annotated[Optional[Path], typer.Option("--weights", help="Real weights to load: a state dict (torch.save) or a .safetensors file.", rich_help_panel=MODEL_PANEL)] = None,
-    steps: Annotated[int, typer.Option("--steps", min=0, help="Also record the losses of N optimizer steps on sum(output * upstream).")] = 0,
+    loss: Annotated[Loss, typer.Option("--loss", help="linear: sum(output * upstream), whose gradient is the upstream itself; mse: mean((output - upstream)^2), bounded below for --steps.", case_sensitive=False)] = Loss.linear,
+    steps: Annotated[int, typer.Option("--steps", min=0, help="Also record the losses of N optimizer steps on the same loss.")] = 0,
     optimizer: Annotated[Optimizer, typer.Option("--optimizer", help="torch.optim.SGD or AdamW (betas 0.9/0.999, eps 1e-8), matched by candle-nn's.", case_sensitive=False)] = Optimizer.sgd,
     lr: Annotated[float, typer.Option("--lr", help="Learning rate of the steps.")] = 1e-3,
     weight_decay: Annotated[float, typer.Option("--weight-decay", help="AdamW's weight decay.")] = 0.01,
@@ -59,9 +65,10 @@ def reference_command(
     no_noise: Annotated[bool, typer.Option("--no-noise", help="Skip measuring torch's own rounding (compare then needs --rtol).")] = False,
     version: common.VersionOption = None,
 ) -> None:
-    """Write the torch side of a parity directory: weights, inputs, outputs, every submodule's
-    output and every parameter gradient, for a candle port's check (crate candle-port-parity)
-    and `candle-port compare`.
+    """Write the torch side of a parity directory for a candle port's check.
+
+    Weights, inputs, outputs, every submodule's output and every parameter gradient, for the
+    crate candle-port-parity and `candle-port compare` (docs/parity.md).
 
     Exit codes: 0 written; 2 error (bad MODEL, import or forward failure).
     """
@@ -83,7 +90,7 @@ def reference_command(
         config_class=config_class, config_kwargs=_json_object("--config-kwargs", config_kwargs),
         forward_kwargs=_json_object("--forward-kwargs", forward_kwargs), dtype=dtype.value, seed=seed,
         train=not eval_mode, source_root=source_root, skip_package_init=skip_package_init, weights=weights,
-        steps=steps, optimizer=optimizer.value, lr=lr, weight_decay=weight_decay, renames=rules, noise=not no_noise,
+        steps=steps, loss=loss.value, optimizer=optimizer.value, lr=lr, weight_decay=weight_decay, renames=rules, noise=not no_noise,
     )
     try:
         manifest = write_reference(options, _progress)
@@ -104,8 +111,10 @@ def compare_command(
     verbose: Annotated[bool, typer.Option("--verbose", help="List every module and gradient, not only those that diverge.", rich_help_panel=common.OUTPUT)] = False,
     version: common.VersionOption = None,
 ) -> None:
-    """Compare a candle port's side of DIR with torch's: the first divergent module, every
-    parameter gradient, weights never loaded, shape and dtype mismatches, loss curves.
+    """Compare a candle port's side of DIR with torch's, naming the first divergence.
+
+    The first divergent module, every parameter gradient, weights never loaded, shape and dtype
+    mismatches, loss curves.
 
     Exit codes: 0 the port matches; 1 it diverges; 2 error (missing or unreadable files).
     """

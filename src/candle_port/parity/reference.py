@@ -23,6 +23,16 @@ import torch
 from candle_port.parity import FORMAT, tensor_files
 
 OPTIMIZERS = ("sgd", "adamw")
+# The loss whose gradients and steps both sides compute, of outputs o and the fixed tensors u:
+# linear, sum(o * u) (every gradient is the backward of u itself); mse, the mean of (o - u)^2 per
+# output, summed (bounded below, so SGD steps settle instead of running off).
+LOSSES = ("linear", "mse")
+
+
+def loss_of(outputs: list[torch.Tensor], upstream: list[torch.Tensor], kind: str) -> torch.Tensor:
+    if kind == "mse":
+        return sum(((o - u.to(o.dtype)) ** 2).mean() for o, u in zip(outputs, upstream))
+    return sum((o * u.to(o.dtype)).sum() for o, u in zip(outputs, upstream))
 
 
 class ReferenceError(Exception):
@@ -45,6 +55,7 @@ class ReferenceOptions:
     skip_package_init: bool = False
     weights: Path | None = None
     steps: int = 0
+    loss: str = "linear"
     optimizer: str = "sgd"
     lr: float = 1e-3
     weight_decay: float = 0.01
@@ -156,7 +167,8 @@ class _Run:
     grads: dict[str, torch.Tensor]
 
 
-def _run(model: torch.nn.Module, inputs: list[torch.Tensor], upstream: list[torch.Tensor] | None, seed: int) -> tuple[_Run, list[torch.Tensor]]:
+def _run(model: torch.nn.Module, inputs: list[torch.Tensor], upstream: list[torch.Tensor] | None, seed: int,
+         loss_kind: str = "linear") -> tuple[_Run, list[torch.Tensor]]:
     from candle_port.verify.worker import WorkerError, _flat_outputs
 
     for p in model.parameters():
@@ -175,7 +187,7 @@ def _run(model: torch.nn.Module, inputs: list[torch.Tensor], upstream: list[torc
     if upstream is None:
         gen = torch.Generator().manual_seed(seed + 3)
         upstream = [torch.randn(o.shape, dtype=torch.float64, generator=gen).to(o.dtype) for o in outputs]
-    loss = sum((o * u.to(o.dtype)).sum() for o, u in zip(outputs, upstream))
+    loss = loss_of(outputs, upstream, loss_kind)
     if loss.requires_grad:
         try:
             loss.backward()
@@ -202,7 +214,8 @@ def _noise(model_copy: torch.nn.Module, run: _Run, inputs: list[torch.Tensor], u
     if options.dtype != "float64":
         try:
             wide = model_copy.to(torch.float64)
-            ref, _ = _run(wide, [x.to(torch.float64) for x in inputs], [u.to(torch.float64) for u in upstream], options.seed)
+            ref, _ = _run(wide, [x.to(torch.float64) for x in inputs], [u.to(torch.float64) for u in upstream], options.seed,
+                          options.loss)
             method = "float64"
         except ReferenceError:
             ref, method = None, ""
@@ -219,7 +232,8 @@ def _noise(model_copy: torch.nn.Module, run: _Run, inputs: list[torch.Tensor], u
         with torch.no_grad():
             for p in model_copy.parameters():
                 p.copy_(perturb(p))
-        ref, _ = _run(model_copy, [perturb(x) if x.is_floating_point() else x for x in inputs], upstream, options.seed)
+        ref, _ = _run(model_copy, [perturb(x) if x.is_floating_point() else x for x in inputs], upstream, options.seed,
+                      options.loss)
         method = "perturbed"
     noise = {}
     for kind, mine, theirs in (("", run.outputs, ref.outputs), ("module:", run.modules, ref.modules), ("grad:", run.grads, ref.grads)):
@@ -230,7 +244,7 @@ def _noise(model_copy: torch.nn.Module, run: _Run, inputs: list[torch.Tensor], u
 
 
 def _steps(model: torch.nn.Module, inputs: list[torch.Tensor], upstream: list[torch.Tensor], options: ReferenceOptions) -> list[float]:
-    """The loss of each of `options.steps` optimizer steps on sum(output * upstream)."""
+    """The loss of each of `options.steps` optimizer steps."""
     from candle_port.verify.worker import _flat_outputs
 
     params = [p for p in model.parameters() if p.requires_grad]
@@ -242,7 +256,7 @@ def _steps(model: torch.nn.Module, inputs: list[torch.Tensor], upstream: list[to
     for _ in range(options.steps):
         opt.zero_grad()
         outputs = list(_flat_outputs(model(*inputs)).values())
-        loss = sum((o * u.to(o.dtype)).to(torch.float64).sum() for o, u in zip(outputs, upstream))
+        loss = loss_of(outputs, upstream, options.loss)
         losses.append(float(loss))
         loss.backward()
         opt.step()
@@ -251,6 +265,8 @@ def _steps(model: torch.nn.Module, inputs: list[torch.Tensor], upstream: list[to
 
 def write_reference(options: ReferenceOptions, progress=lambda message: None) -> dict:
     """Build, run and write the torch side into `options.out`; returns the manifest."""
+    if options.loss not in LOSSES:
+        raise ReferenceError(f"--loss {options.loss!r}: one of {', '.join(LOSSES)}")
     if options.optimizer not in OPTIMIZERS:
         raise ReferenceError(f"--optimizer {options.optimizer!r}: one of {', '.join(OPTIMIZERS)}")
     progress("building the model")
@@ -260,7 +276,7 @@ def write_reference(options: ReferenceOptions, progress=lambda message: None) ->
     gen = torch.Generator().manual_seed(options.seed)
     inputs = [torch.randn(shape, dtype=torch.float64, generator=gen).to(dtype) for shape in options.input_shapes]
     progress("forward and backward")
-    run, upstream = _run(model, inputs, None, options.seed)
+    run, upstream = _run(model, inputs, None, options.seed, options.loss)
     method, noise = ("none", {})
     if options.noise:
         progress("measuring torch's own rounding noise")
@@ -299,6 +315,7 @@ def write_reference(options: ReferenceOptions, progress=lambda message: None) ->
         "noise_method": method,
         "noise": noise,
         "renames": [list(r) for r in options.renames],
+        "loss": options.loss,
         "steps": ({"count": options.steps, "optimizer": options.optimizer, "lr": options.lr,
                    "weight_decay": options.weight_decay if options.optimizer == "adamw" else 0.0,
                    "betas": [0.9, 0.999], "eps": 1e-8, "losses": losses} if options.steps else None),
