@@ -263,6 +263,28 @@ def test_candle_results_of_the_rewritten_copy_point_into_the_users_tree(tmp_path
     assert result["note"] == f"{tmp_path}/copy/m.py:3"  # only locations
 
 
+def test_suspect_locations_and_messages_of_the_rewritten_copy_point_into_the_users_tree(tmp_path):
+    """A suspect names every location of its op (``locations``), and a candle error or a backward
+    message names the line it stopped at: all of them are in the copy, deleted before the report
+    is printed (they pointed to a temporary path that no longer exists)."""
+    from candle_port.verify.lines import map_result_locations
+
+    (tmp_path / "orig").mkdir()
+    (tmp_path / "copy").mkdir()
+    (tmp_path / "orig" / "m.py").write_text("a\nb\nc\n")
+    (tmp_path / "copy" / "m.py").write_text("import x\na\nb\nc\n")
+    copy = f"{tmp_path}/copy/m.py"
+    result = {"native": {"suspects": [{"op": "aten.relu.default", "location": f"{copy}:3",
+                                       "locations": [f"{copy}:3", f"{copy}:4"]}],
+                         "backward": {"message": f"backward not supported (at {copy}:4)"}},
+              "error": f"RuntimeError: boom (at {copy}:2 (`a`))"}
+    map_result_locations(result, tmp_path / "copy", tmp_path / "orig")
+    orig = f"{tmp_path}/orig/m.py"
+    assert result["native"]["suspects"][0]["locations"] == [f"{orig}:2", f"{orig}:3"]
+    assert result["native"]["backward"]["message"] == f"backward not supported (at {orig}:3)"
+    assert result["error"] == f"RuntimeError: boom (at {orig}:1 (`a`))"
+
+
 class MaxPool(nn.Module):
     def __init__(self, k):
         super().__init__()
