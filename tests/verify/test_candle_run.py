@@ -149,6 +149,14 @@ CASES = {
                                         .repeat(1, 1, 1, 1).mean()), X4, "both"),
     # candle's index_select reads only a contiguous source; a permuted activation is not one
     "index_select-strided": (lambda: Fn(lambda y: y.transpose(2, 3).index_select(2, torch.tensor([8, 0, 3, 3]))), X4, "both"),
+    # x[idx] on a permuted activation (SAM's relative position lookup) reached candle's
+    # index_select with a strided source, which it refuses
+    "index-strided": (lambda: Fn(lambda y: y.permute(2, 0, 3, 1)[torch.tensor([8, 0, 3, 3])]), X4, "both"),
+    # several index tensors (CLIP's text pooler `h[arange(b), eos]`), broadcast together, a
+    # negative index, a dim taken whole in front (batch dims stay in place) or between (in front)
+    "index-several": (lambda: Fn(_several_indices), X4, "both"),
+    # `x[i, j] = v` and `x[i, j] += v` (index_put), on a permuted activation
+    "index_put-several": (lambda: Fn(_index_puts), X4, "both"),
     # candle has no 3-D convolution and no conv_transpose1d backward: port runs the twins
     "conv3d": (lambda: Fn(lambda y: F.conv3d(y.unsqueeze(2).expand(-1, -1, 3, -1, -1), y.new_ones(2, 4, 2, 3, 3) * 0.1,
                                              padding=(0, 1, 1))), X4, "port"),
@@ -284,6 +292,26 @@ def _scatters(y: torch.Tensor) -> torch.Tensor:
     dup = torch.tensor([0, 0, 1, 2, 2, 2, 8, 7, 0]).expand(2, 4, 9, 9)
     return (torch.zeros_like(y).scatter(3, perm, y[..., 2:7]) + torch.zeros_like(y).scatter(2, perm.transpose(2, 3), 0.25)
             + torch.zeros_like(y).scatter_add(3, dup, y * 2) + y.index_add(1, torch.tensor([3, 0]), y[:, :2], alpha=0.5))
+
+
+def _several_indices(y: torch.Tensor) -> torch.Tensor:
+    """Advanced indexing with more than one index tensor, as torch lays the result out."""
+    b, rows = torch.arange(2), torch.tensor([8, -1])
+    pooled = y.transpose(1, 3)[b, rows]  # (2, 9, 4): one row per batch element
+    inner = y[:, torch.tensor([[0], [3]]), torch.tensor([1, 2, -2])]  # (2, 2, 3, 9): adjacent, in place
+    apart = y[b[:, None], :, :, torch.tensor([0, 4, 8])]  # (2, 3, 4, 9): not adjacent, in front
+    return (y + pooled.sum(-1)[:, None, :, None] + inner.sum(1)[:, :1, None, :] + apart.sum(1)[..., None]
+            + y[0, 1, torch.tensor([2, 2])].sum())
+
+
+def _index_puts(y: torch.Tensor) -> torch.Tensor:
+    """`x[i, j] = v` (the written positions take v: x's gradient is 0 there) and `+=` (accumulate)."""
+    x = y.permute(0, 2, 3, 1) * 1.0
+    x[torch.tensor([1, 0]), torch.tensor([[2], [5]])] = y[:, :2, :, :4] * 3.0
+    x[:, torch.tensor([0, 0, 4]), torch.tensor([7, 7, 1])] += y[:, 1, :3, :4]
+    z = y.clone()
+    z[torch.tensor([0]), :, torch.tensor([3])] = 0.5
+    return x.permute(0, 3, 1, 2) + z
 
 
 def _remainders(y: torch.Tensor) -> torch.Tensor:
