@@ -468,6 +468,8 @@ def tolerance_line(result: dict) -> str:
 def summary_lines(result: dict) -> list[str]:
     """One line per mode, then one per failing op with its source line (for the text report)."""
     lines = [tolerance_line(result)] if any(m in result for m in MODES) else []
+    for op, why in (result.get("reference_fixes") or {}).items():  # torch itself was wrong there
+        lines.append(f"note: the torch reference does not take {op} as torch computes it: {why}")
     if result.get("gradients_off"):
         lines.append(f"note: the forward turns gradients off (torch.no_grad) at {', '.join(result['gradients_off'][:3])}; "
                      "the traced graph keeps no grad mode, so candle differentiates through that part and its "

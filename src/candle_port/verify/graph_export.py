@@ -348,8 +348,8 @@ def _circular_pad_as_cat(x: Any, pad: Sequence[int], mode: str = "constant", val
     return x
 
 
-# torch's own CPU backward kernels that are not float64-accurate, and the exact formula the
-# reference uses instead. hardsigmoid_backward multiplies by ``one_sixth(1.0f / 6.0f)``, a float32
+# torch's own CPU backward kernels that are not float64-accurate (or not right at all), and what
+# the reference does instead. hardsigmoid_backward multiplies by ``one_sixth(1.0f / 6.0f)``, a float32
 # constant, in every dtype (aten/src/ATen/native/cpu/Activation.cpp): in float64 its gradient is
 # 2**-25 (3.0e-8) relative off the derivative, which a model with squeeze-excite gates
 # (timm's MobileNetV3) carries to every earlier parameter (measured: conv_stem 6.9e-9 of scale).
@@ -360,7 +360,33 @@ REFERENCE_FIXES = {
     "aten.elu_backward.default":
         "torch's celu passes 1/alpha of alpha rounded to float32 as elu_backward's input_scale in float64 "
         "(1.4285714528998554 for alpha 0.7: 9e-9 relative off); the reference uses the exact 1/alpha",
+    "aten.native_batch_norm_backward.default":
+        "torch 2.14's CPU BatchNorm backward (eval and train, so instance_norm too) is wrong, about 1.7x scale "
+        "off in every gradient, when a batch-1 incoming gradient has channels-last strides whose batch stride "
+        "is not H*W*C (legal for a size-1 dim; RT-DETR's decoder input projection makes one); the reference "
+        "runs it on contiguous copies",
 }
+
+# Backward kernels whose result depends on the strides of size-1 dims (tests/verify/
+# test_graph_export_strides.py feeds each op family's backward such gradients: only BatchNorm's is
+# wrong); the reference runs them on contiguous copies of their tensor arguments.
+_STRIDE_SENSITIVE = ("aten.native_batch_norm_backward.default",)
+
+
+def _canonical(t: Any) -> Any:
+    """``t`` with the strides ``contiguous()`` would give it, size-1 dims included (``contiguous()``
+    itself returns a tensor it calls contiguous unchanged, whatever its size-1 dims' strides)."""
+    import torch
+
+    if not isinstance(t, torch.Tensor) or t.stride() == torch.empty(t.shape, device="meta").stride():
+        return t
+    return torch.empty(t.shape, dtype=t.dtype, device=t.device).copy_(t)
+
+
+def _canonical_args(args: tuple) -> tuple | None:
+    """``args`` with every tensor canonical (``_canonical``), or None when they all were."""
+    fixed = tuple(_canonical(a) for a in args)
+    return fixed if any(f is not a for f, a in zip(fixed, args)) else None
 
 
 def _celu_input_scale(alpha: Any, scale: Any, input_scale: Any) -> float | None:
@@ -388,6 +414,9 @@ def _exact_backward_mode(used: set[str]):
                 used.add(str(func))
                 inside = (x > -3) & (x < 3)
                 return torch.where(inside, grad / 6, torch.zeros_like(grad))
+            if str(func) in _STRIDE_SENSITIVE and (fixed := _canonical_args(args)) is not None:
+                used.add(str(func))
+                return func(*fixed, **kwargs)
             if func is torch.ops.aten.elu_backward.default and args[0].dtype == torch.float64:
                 exact = _celu_input_scale(*args[1:4])
                 if exact is not None:
