@@ -215,11 +215,19 @@ def wrong_gradient_suspects(export_dir: Path, mode: str) -> list[dict]:
 
     graph = json.loads((export_dir / "graph.json").read_text(encoding="utf-8"))
     suspects = []
+    consumers = _consumers(graph)
     for node in graph["nodes"]:
         name = normalize(node["op"]) if node["op"].startswith("aten.") else node["op"]
         entry = load_table()["ops"].get(name, {})
+        if mode == "port" and name in PORT_TWINS:
+            continue
+        if entry.get("wrong_gradient") == "shared_input" and _input_shared(node, consumers):
+            # a measured caveat, not a verdict: wrong only where the input has another consumer
+            suspects.append({"op": node["op"], "location": node["location"], "code": node["code"],
+                             "measured": entry.get("warning", "")})
+            continue
         wrong = [m for m in entry.get("measured", []) if m["verdict"] == "wrong-gradient" and m["role"] == "verdict"]
-        if not wrong or (mode == "port" and name in PORT_TWINS):
+        if not wrong:
             continue
         shape = _output_shape(node)
         if name in ("convolution", "_convolution") and len(shape) != 3:
@@ -227,6 +235,33 @@ def wrong_gradient_suspects(export_dir: Path, mode: str) -> list[dict]:
         suspects.append({"op": node["op"], "location": node["location"], "code": node["code"],
                          "measured": "; ".join(f"{m['probe']}: {m['evidence']}" for m in wrong)})
     return suspects
+
+
+def _refs(value: Any) -> list[str]:
+    """The node names an argument refers to (``{"ref": name}``, in lists too)."""
+    if isinstance(value, dict):
+        return [value["ref"]] if "ref" in value else []
+    if isinstance(value, list):
+        return [r for v in value for r in _refs(v)]
+    return []
+
+
+def _consumers(graph: dict) -> dict[str, int]:
+    """How many graph nodes (and outputs) read each value."""
+    counts: dict[str, int] = {}
+    for node in graph["nodes"]:
+        for ref in set(_refs(node.get("args") or []) + _refs(list((node.get("kwargs") or {}).values()))):
+            counts[ref] = counts.get(ref, 0) + 1
+    for out in graph.get("outputs", []):  # an output takes its gradient from the loss
+        if out.get("node"):
+            counts[out["node"]] = counts.get(out["node"], 0) + 1
+    return counts
+
+
+def _input_shared(node: dict, consumers: dict[str, int]) -> bool:
+    """Whether a node's first argument is read by another node too (or is a graph output)."""
+    first = _refs((node.get("args") or [None])[:1])
+    return bool(first) and consumers.get(first[0], 0) > 1
 
 
 def _output_shape(node: dict) -> list[int]:
@@ -323,7 +358,10 @@ MODE_DIFFERS = {"relu", "gelu", "_softmax", "_safe_softmax", "_log_softmax", "na
 
 # ops that port mode runs with a candle-port-ops twin instead of candle's own op
 PORT_TWINS = {"max_pool2d", "max_pool2d_with_indices", "max_pool1d", "max_pool1d_with_indices", "avg_pool2d",
-              "avg_pool1d", "conv1d", "convolution", "_convolution"}
+              "avg_pool1d", "conv1d", "convolution", "_convolution",
+              # resize.rs: candle's upsampling and a 1x1 adaptive pool's mean natively, twins in port mode
+              "upsample_nearest2d", "upsample_bilinear2d", "_adaptive_avg_pool2d", "adaptive_avg_pool2d",
+              "grid_sampler_2d"}
 
 
 def _torch_run(model: Any, inputs: Sequence[Any], upstream: dict, rng_state: Any) -> dict:

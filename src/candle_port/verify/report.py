@@ -21,6 +21,7 @@ The JSON's ``verdict`` and ``exit_code`` and the process's exit code all come fr
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from candle_port.rewriters.strategies import EXACT_STRATEGIES  # those that keep the numbers by construction
@@ -126,19 +127,25 @@ class VerifyReport:
         if self.gradcheck is not None and not self.gradcheck["ok"]:
             reasons.append("gradcheck failed")
         reasons += candle_failures(self.candle)
-        if self._convert_may_reach():
+        left = self._convert_may_reach()
+        direct = [r.get("where", "") for r in left if calls_in_source(r)]
+        if direct:
+            reasons.append(f"ops the runtime replaces were left in the rewritten graph by calls in the source that "
+                           f"port-fix did not rewrite ({', '.join(sorted(set(direct))[:3])}; port-fix --diff says "
+                           "why): --strategy convert routes them to the runtime")
+        elif left:
             reasons.append("ops the runtime replaces were left in the rewritten graph (built through a layer "
                            "factory or registry, which no source rewrite sees?): --strategy convert fixes the built model")
         return reasons
 
-    def _convert_may_reach(self) -> bool:
-        """Whether an op left in the rewritten graph is one runtime.convert replaces, and convert was not used."""
+    def _convert_may_reach(self) -> list[dict[str, Any]]:
+        """The rows left in the rewritten graph of ops runtime.convert replaces ([] when convert was used)."""
         if self.strategy == "convert" or self.graph_rewritten is None:
-            return False
-        left = [r["name"] for r in self.graph_rewritten["lacking"]]
+            return []
+        left = list(self.graph_rewritten["lacking"])
         if not self.allow_wrong_gradients:
-            left += [r["name"] for r in self.wrong_gradients]
-        return any(name.startswith(CONVERT_REPLACES) for name in left)
+            left += list(self.wrong_gradients)
+        return [r for r in left if r["name"].startswith(CONVERT_REPLACES)]
 
     @property
     def unchecked(self) -> list[str]:
@@ -259,6 +266,32 @@ def candle_failures(candle: dict[str, Any] | None) -> list[str]:
         why = "" if "port" in rewritten else f": {rewritten.get('error') or '?'}"
         reasons.append(f"the rewritten copy fails in real candle (--candle){why}")
     return reasons or ["the model fails in real candle (--candle)"]
+
+
+# The names a source line calls an op by (functional or layer), per ATen op name prefix.
+_CALL_NAMES = (("upsample", ("interpolate", "upsample", "Upsample")), ("_upsample", ("interpolate", "upsample", "Upsample")),
+               ("max_pool", ("max_pool", "MaxPool")), ("avg_pool", ("avg_pool", "AvgPool")),
+               ("adaptive_", ("adaptive_", "Adaptive")), ("grid_sampler", ("grid_sample",)),
+               ("affine_grid", ("affine_grid",)), ("conv_transpose", ("conv_transpose", "ConvTranspose")),
+               ("conv", ("conv1d", "Conv1d", "conv3d", "Conv3d")), ("_conv", ("conv1d", "Conv1d", "conv3d", "Conv3d")))
+
+
+def calls_in_source(row: dict[str, Any]) -> bool:
+    """Whether the source line a graph row points at calls the op itself (``F.interpolate(...,
+    mode="nearest")`` left in the source), rather than a layer built elsewhere (a factory)."""
+    where = row.get("where") or ""
+    path, sep, line = where.rpartition(":")
+    if not sep or not line.isdigit():
+        return False
+    try:
+        text = Path(path).read_text(encoding="utf-8").splitlines()[int(line) - 1]
+    except (OSError, UnicodeDecodeError, IndexError):
+        return False
+    import re
+
+    names = next((n for prefix, n in _CALL_NAMES if row["name"].startswith(prefix)), ())
+    # `F.interpolate(`, `nn.Upsample(`, an imported `interpolate(`; not a layer attribute `self.up(`
+    return any(re.search(rf"(?:\b(?:F|nn|functional|torch)\.|(?<![\w.]))\w*{name}\w*\s*\(", text) for name in names)
 
 
 _LACKS = ("forward-only", "no-op", "not-in-table")
