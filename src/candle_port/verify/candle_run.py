@@ -487,6 +487,7 @@ def check_in_candle(model: Any, inputs: Sequence[Any], seed: int = 0, modes: Seq
     final = results.get("port", next(iter(results.values())))
     return {"ok": final["ok"], "rtol": tol.floor, "tolerance": tol.to_json(), "dtype": dtype, "ops": ops,
             "reference_fixes": graph.get("reference_fixes", {}), "gradients_off": graph.get("gradients_off", []),
+            "replayed_draws": graph.get("replayed_draws", []),
             **results}
 
 
@@ -506,6 +507,11 @@ def tolerance_line(result: dict) -> str:
 def summary_lines(result: dict) -> list[str]:
     """One line per mode, then one per failing op with its source line (for the text report)."""
     lines = [tolerance_line(result)] if any(m in result for m in MODES) else []
+    draws = result.get("replayed_draws") or []
+    if draws:
+        where = sorted({d["location"] for d in draws if d.get("location")})
+        lines.append(f"note: torch's random draws ({len(draws)} op(s): {', '.join(sorted({d['op'] for d in draws}))}"
+                     + (f" at {', '.join(where[:3])}" if where else "") + ") are replayed in candle as constants")
     for op, why in (result.get("reference_fixes") or {}).items():  # torch itself was wrong there
         lines.append(f"note: the torch reference does not take {op} as torch computes it: {why}")
     if result.get("gradients_off"):
