@@ -66,3 +66,28 @@ def test_the_process_exits_with_the_jsons_exit_code(monkeypatch, candle, code):
     data = json.loads(result.stdout)
     assert result.exit_code == data["exit_code"] == code, result.output
     assert data["candle"]["ok"] is candle["ok"]
+
+
+def test_a_value_branch_in_the_candle_trace_says_what_the_torch_side_says(tmp_path):
+    """make_fx's raw `_local_scalar_dense` message named its internals; the candle side now names
+    the model's line and --eval, as the torch side's trace does."""
+    import torch
+
+    from candle_port.verify.candle_check import _guarded
+    from candle_port.verify.graph_export import export_graph
+
+    class Branchy(torch.nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.conv = torch.nn.Conv2d(3, 4, 1)
+
+        def forward(self, x):
+            y = self.conv(x)
+            if self.training and not torch.isfinite(y).all():  # the line named
+                y = y * 0
+            return y
+
+    result = _guarded(lambda: export_graph(Branchy().train(), [torch.randn(1, 3, 4, 4)], tmp_path), train=True)
+    assert "_local_scalar_dense" not in result["error"]
+    assert "branches on a tensor's value at" in result["error"] and "# the line named" in result["error"]
+    assert result["error"].endswith("--eval traces it if that branch is for training only")
