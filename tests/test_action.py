@@ -1,7 +1,8 @@
 """action.yml's scripts, run as GitHub Actions runs a composite action: each step's `run:` with
 its `env:` evaluated from the inputs (defaults or given) and the `github` context. The install
-step installs from a file:// clone of this checkout at the tag (pip's target directory instead of
-the runner's Python, so the test's own environment is untouched)."""
+step installs from `github.action_path`, here this checkout's HEAD unpacked without `.git` as the
+runner unpacks an action at the ref in `uses:` (into pip's target directory instead of the
+runner's Python, so the test's own environment is untouched)."""
 
 from __future__ import annotations
 
@@ -16,7 +17,6 @@ import pytest
 import yaml
 
 import candle_port
-from tests.test_precommit import tagged_clone
 
 ROOT = Path(__file__).resolve().parents[1]
 ACTION = yaml.safe_load((ROOT / "action.yml").read_text(encoding="utf-8"))
@@ -44,9 +44,14 @@ def _run_step(step: dict, inputs: dict, github: dict, cwd: Path, env: dict) -> s
 def installed(tmp_path_factory):
     """The install step, run once; returns the environment later steps run in."""
     work = tmp_path_factory.mktemp("action")
-    tag = ACTION["inputs"]["version"]["default"]
-    assert tag == f"v{candle_port.__version__}", "the action's default version is not this release's tag"
-    clone = tagged_clone(work / "candle-port", tag)
+    # The version is the ref in `uses:`: no input names another one, and nothing reads
+    # github.action_repository (empty in composite actions, actions/runner#2525).
+    assert "version" not in ACTION["inputs"]
+    assert "github.action_repository }}" not in (ROOT / "action.yml").read_text(encoding="utf-8")
+    clone = work / "candle-port"
+    clone.mkdir()
+    archive = subprocess.run(["git", "archive", "--format=tar", "HEAD"], cwd=ROOT, capture_output=True, check=True).stdout
+    subprocess.run(["tar", "-x", "-C", str(clone)], input=archive, check=True)
     target = work / "site"
     env = {
         **os.environ,
@@ -56,8 +61,7 @@ def installed(tmp_path_factory):
         # build backend) from the test's environment.
         "PIP_TARGET": str(target), "PIP_NO_DEPS": "1", "PIP_NO_BUILD_ISOLATION": "0",
     }
-    github = {"action_path": str(clone), "action_repository": clone.name,
-              "server_url": clone.parent.as_uri(), "workspace": str(work)}
+    github = {"action_path": str(clone), "workspace": str(work)}
     install = ACTION["runs"]["steps"][0]
     done = _run_step(install, {}, github, work, env)
     assert done.returncode == 0, done.stdout + done.stderr

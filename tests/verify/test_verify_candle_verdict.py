@@ -60,7 +60,7 @@ def test_the_candle_result_is_part_of_the_one_verdict(candle, verdict, words):
 def test_the_process_exits_with_the_jsons_exit_code(monkeypatch, candle, code):
     import candle_port.verify.candle_check as candle_check
 
-    monkeypatch.setattr(candle_check, "candle_check", lambda options: json.loads(json.dumps(candle)))
+    monkeypatch.setattr(candle_check, "candle_check", lambda options, stage=None: json.loads(json.dumps(candle)))
     result = CliRunner().invoke(app, [f"{ROOT / 'examples' / 'unet.py'}:UNet", "--input-shape", "1,3,9,9",
                                       "--dtype", "float64", "--candle", "--output-format", "json"])
     data = json.loads(result.stdout)
