@@ -194,3 +194,20 @@ def test_text_report_counts_missing_gradients_instead_of_a_zero_difference():
     text = "\n".join(summary_lines({"tolerance": NOISE.to_json(), "native": native}))
     assert "candle native: FAIL (1 of 2 tensors missing (candle computed no gradient); among the rest, worst" in text
     assert "grad.conv.weight: missing" in text
+
+
+def test_a_disagreement_with_no_suspect_names_the_side_further_from_float64():
+    """A float32 model whose candle and torch results disagree with no op to blame: each differing
+    tensor is compared with the model run in float64, and the side further from it is named."""
+    import torch
+
+    from candle_port.verify.candle_run import wrong_side
+
+    exact = {"grad.w": torch.tensor([1.0, 2.0], dtype=torch.float64), "output.0": torch.tensor([3.0], dtype=torch.float64)}
+    torch_side = {"grad.w": torch.tensor([1.1, 2.0]), "output.0": torch.tensor([3.2])}
+    candle_side = {"grad.w": torch.tensor([1.0, 2.0]), "output.0": torch.tensor([3.0])}
+    judged = wrong_side(torch_side, candle_side, exact, ["grad.w", "output.0"])
+    assert judged["side"] == "torch" and judged["tensors"]["grad.w"]["wrong"] == "torch"
+    assert "torch's own float32 kernels" in judged["note"] and "2 of 2" in judged["note"]
+    assert wrong_side(candle_side, torch_side, exact, ["grad.w", "output.0"])["side"] == "candle"
+    assert wrong_side(torch_side, candle_side, {}, ["grad.w"]) is None

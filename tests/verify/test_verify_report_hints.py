@@ -63,3 +63,27 @@ def test_off_path_ops_candle_lacks_are_not_said_to_run_forward():
     absent_line = next(line for line in text.splitlines() if "no candle op (or not in the table)" in line)
     assert "upsample_bilinear2d" in forward_line and "kron" not in forward_line
     assert "kron x1" in absent_line
+
+
+def _report_at(where: str, name: str = "upsample_nearest2d") -> VerifyReport:
+    report = _report("runtime", [name])
+    report.graph_rewritten["lacking"][0]["where"] = where
+    return report
+
+
+@pytest.mark.parametrize(("line", "direct"), [
+    pytest.param("        y = F.interpolate(x, scale_factor=1.5, mode='nearest')", True, id="functional"),
+    pytest.param("        y = interpolate(x, scale_factor=1.5)", True, id="imported-function"),
+    pytest.param("        self.up = nn.Upsample(scale_factor=1.5)", True, id="layer-built-here"),
+    pytest.param("        y = self.up(x)", False, id="layer-from-a-factory"),
+    pytest.param("        y = self.upsample(x)", False, id="layer-attribute-named-like-the-op"),
+])
+def test_a_call_left_in_the_source_is_named_not_blamed_on_a_factory(tmp_path, line, direct):
+    """A nearest interpolate port-fix leaves in the source was blamed on "a layer factory or
+    registry"; the hint names the line when it calls the op itself."""
+    source = tmp_path / "m.py"
+    source.write_text("import torch\n" + line + "\n", encoding="utf-8")
+    failures = "; ".join(_report_at(f"{source}:2").failures)
+    assert ("calls in the source that port-fix did not rewrite" in failures) is direct, failures
+    assert ("factory or registry" in failures) is not direct
+    assert (f"{source}:2" in failures) is direct

@@ -263,6 +263,28 @@ def test_candle_results_of_the_rewritten_copy_point_into_the_users_tree(tmp_path
     assert result["note"] == f"{tmp_path}/copy/m.py:3"  # only locations
 
 
+def test_suspect_locations_and_messages_of_the_rewritten_copy_point_into_the_users_tree(tmp_path):
+    """A suspect names every location of its op (``locations``), and a candle error or a backward
+    message names the line it stopped at: all of them are in the copy, deleted before the report
+    is printed (they pointed to a temporary path that no longer exists)."""
+    from candle_port.verify.lines import map_result_locations
+
+    (tmp_path / "orig").mkdir()
+    (tmp_path / "copy").mkdir()
+    (tmp_path / "orig" / "m.py").write_text("a\nb\nc\n")
+    (tmp_path / "copy" / "m.py").write_text("import x\na\nb\nc\n")
+    copy = f"{tmp_path}/copy/m.py"
+    result = {"native": {"suspects": [{"op": "aten.relu.default", "location": f"{copy}:3",
+                                       "locations": [f"{copy}:3", f"{copy}:4"]}],
+                         "backward": {"message": f"backward not supported (at {copy}:4)"}},
+              "error": f"RuntimeError: boom (at {copy}:2 (`a`))"}
+    map_result_locations(result, tmp_path / "copy", tmp_path / "orig")
+    orig = f"{tmp_path}/orig/m.py"
+    assert result["native"]["suspects"][0]["locations"] == [f"{orig}:2", f"{orig}:3"]
+    assert result["native"]["backward"]["message"] == f"backward not supported (at {orig}:3)"
+    assert result["error"] == f"RuntimeError: boom (at {orig}:1 (`a`))"
+
+
 class MaxPool(nn.Module):
     def __init__(self, k):
         super().__init__()
@@ -457,3 +479,34 @@ def test_a_parameter_registered_under_two_names_is_a_gradient_source():
     for trace in (trace_model, trace_with_make_fx):
         report = trace(SharedLayer(), [torch.randn(2, 2, 8)])
         assert [r.on_grad_path for r in report.ops if r.name in ("conv1d", "convolution")] == [True], trace
+
+
+class _AfterConv(nn.Module):
+    """A 1x1 convolution (the parameter that puts the op on a gradient path), then the op."""
+
+    def __init__(self, op):
+        super().__init__()
+        self.conv = nn.Conv2d(3, 4, 1)
+        self.op = op
+
+    def forward(self, x):
+        return self.op(self.conv(x))
+
+
+@pytest.mark.parametrize(("op", "trains"), [
+    pytest.param(lambda y: torch.repeat_interleave(y, 2, dim=1), True, id="repeat_interleave-int"),
+    pytest.param(lambda y: torch.repeat_interleave(y, torch.tensor([1, 2, 0, 1]), dim=1), True,
+                 id="repeat_interleave-tensor"),
+    pytest.param(lambda y: F.interpolate(y, scale_factor=1.5, mode="bilinear"), False, id="bilinear-vec"),
+    pytest.param(lambda y: F.conv_transpose1d(y.flatten(2), torch.ones(4, 2, 3)), False, id="conv_transpose1d"),
+])
+def test_a_composite_op_is_judged_by_what_torch_decomposes_it_into(op, trains):
+    """torch.export keeps `repeat_interleave` (the table: no candle op), but torch implements it as
+    unsqueeze/expand/clone/view (or index_select by a repeats tensor), which is what make_fx, the
+    candle run and a port see, and candle trains those (SAM's mask decoder FAILed for it). A
+    composite op that decomposes into an op candle cannot train stays lacking."""
+    report = trace_model(_AfterConv(op), [torch.randn(1, 3, 4, 4)])
+    assert (report.lacking == []) is trains, [(r.name, r.reason) for r in report.lacking]
+    if trains:
+        record = next(r for r in report.ops if r.name == "repeat_interleave" and r.on_grad_path)
+        assert record.cls == "backward" and "torch decomposes it into" in record.reason

@@ -80,6 +80,12 @@ def _guarded(run, train: bool = False) -> dict:
         text = str(exc).strip()
         error = f"{type(exc).__name__}: {text.splitlines()[0] if text else ''}"
         where = model_line(exc)
+        if "_local_scalar_dense" in text or "data-dependent" in text:
+            # make_fx's own words name its internals; say what the torch side's trace says
+            error = (f"the forward branches on a tensor's value at {where or '?'}, which make_fx cannot follow "
+                     "(data-dependent control flow)")
+            return {"ok": False, "error": error + ("; --eval traces it if that branch is for training only"
+                                                    if train else "")}
         if where:
             error += f" (at {where})"
         if train and "requires_grad" in text:

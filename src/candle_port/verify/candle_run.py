@@ -130,9 +130,36 @@ def _compare(torch_t: dict, candle_t: dict, tol: CandleTolerance | float,
     return rows, ok
 
 
+def wrong_side(reference: dict, candle: dict, wide: dict, keys: Sequence[str]) -> dict | None:
+    """For tensors where candle and torch disagree with no op to blame: which side is further from
+    the same model run in float64 (``wide``: a float32 model's float64 noise run), per tensor and
+    in all. None when no tensor could be judged."""
+    import torch
+
+    judged = {}
+    for key in keys:
+        ref, got, exact = reference.get(key), candle.get(key), wide.get(key)
+        if ref is None or got is None or exact is None or ref.shape != got.shape or ref.shape != exact.shape:
+            continue
+        exact = exact.to(torch.float64)
+        off_torch = float((ref.to(torch.float64) - exact).abs().max()) if ref.numel() else 0.0
+        off_candle = float((got.to(torch.float64) - exact).abs().max()) if got.numel() else 0.0
+        judged[key] = {"torch_off_float64": off_torch, "candle_off_float64": off_candle,
+                       "wrong": "torch" if off_torch > off_candle else "candle"}
+    if not judged:
+        return None
+    torch_wrong = sum(1 for j in judged.values() if j["wrong"] == "torch")
+    side = "torch" if torch_wrong * 2 > len(judged) else "candle"
+    return {"side": side, "tensors": judged,
+            "note": (f"recomputed in float64: {side}'s result is the further from it on "
+                     f"{torch_wrong if side == 'torch' else len(judged) - torch_wrong} of {len(judged)} differing "
+                     "tensors" + (" (torch's own float32 kernels, not candle, are off)" if side == "torch" else ""))}
+
+
 def run_mode(binary: Path, export_dir: Path, mode: str, tol: CandleTolerance | float,
-             noise: Sequence[dict] = ()) -> dict:
-    """One candle run and its comparison with torch (``tol``, ``noise``: see ``_compare``)."""
+             noise: Sequence[dict] = (), wide: dict | None = None) -> dict:
+    """One candle run and its comparison with torch (``tol``, ``noise``: see ``_compare``);
+    ``wide``: the model run in float64, to name the wrong side when they disagree with no suspect."""
     from safetensors.torch import load_file
 
     done = subprocess.run([str(binary), str(export_dir), "--ops", mode], capture_output=True, text=True,
@@ -142,7 +169,8 @@ def run_mode(binary: Path, export_dir: Path, mode: str, tol: CandleTolerance | f
         return {"mode": mode, "ok": False, "error": tail}
     report = json.loads((export_dir / f"candle-{mode}.json").read_text(encoding="utf-8"))
     reference = load_file(str(export_dir / "torch.safetensors"))
-    rows, equal = _compare(reference, load_file(str(export_dir / f"candle-{mode}.safetensors")), tol, noise)
+    got = load_file(str(export_dir / f"candle-{mode}.safetensors"))
+    rows, equal = _compare(reference, got, tol, noise)
     failing = [n for n in report["nodes"] if n["status"] not in ("ok", "unused")]
     worst = max((r.get("rel_to_scale", 0.0) for r in rows), default=0.0)
     judged = [r for r in rows if "of_allowed" in r]
@@ -153,15 +181,19 @@ def run_mode(binary: Path, export_dir: Path, mode: str, tol: CandleTolerance | f
     missing = [n for n in report["missing_gradients"] if f"grad.{n}" in reference]
     ran = bool(report["forward_ok"] and report["backward"]["ok"] and not missing
                and all(n["status"] in ("ok", "unused") for n in report["nodes"]))
+    suspects = [] if equal or not ran else wrong_gradient_suspects(export_dir, mode)
+    differing = [f"{r['kind']}.{r['name']}" for r in rows if r["status"] == "differs"]
+    side = wrong_side(reference, got, wide, differing) if (wide and differing and ran and not suspects) else None
     return {
         "mode": mode, "ok": bool(ran and equal), "ran": ran, "equal_to_torch": equal,
+        "wrong_side": side,
         "worst_rel_to_scale": worst,
         # the tensor with the largest difference, and the one nearest its own bound
         "worst": None if largest is None else {k: largest[k] for k in fields},
         "closest": None if closest is None else {k: closest[k] for k in fields},
         "backward": report["backward"],
         "missing_gradients": missing, "failing_ops": failing, "tensors": rows,
-        "suspects": [] if equal or not ran else wrong_gradient_suspects(export_dir, mode),
+        "suspects": suspects,
         "candle": report["candle"],
     }
 
@@ -174,11 +206,19 @@ def wrong_gradient_suspects(export_dir: Path, mode: str) -> list[dict]:
 
     graph = json.loads((export_dir / "graph.json").read_text(encoding="utf-8"))
     suspects = []
+    consumers = _consumers(graph)
     for node in graph["nodes"]:
         name = normalize(node["op"]) if node["op"].startswith("aten.") else node["op"]
         entry = load_table()["ops"].get(name, {})
+        if mode == "port" and name in PORT_TWINS:
+            continue
+        if entry.get("wrong_gradient") == "shared_input" and _input_shared(node, consumers):
+            # a measured caveat, not a verdict: wrong only where the input has another consumer
+            suspects.append({"op": node["op"], "location": node["location"], "code": node["code"],
+                             "measured": entry.get("warning", "")})
+            continue
         wrong = [m for m in entry.get("measured", []) if m["verdict"] == "wrong-gradient" and m["role"] == "verdict"]
-        if not wrong or (mode == "port" and name in PORT_TWINS):
+        if not wrong:
             continue
         shape = _output_shape(node)
         if name in ("convolution", "_convolution") and len(shape) != 3:
@@ -186,6 +226,33 @@ def wrong_gradient_suspects(export_dir: Path, mode: str) -> list[dict]:
         suspects.append({"op": node["op"], "location": node["location"], "code": node["code"],
                          "measured": "; ".join(f"{m['probe']}: {m['evidence']}" for m in wrong)})
     return suspects
+
+
+def _refs(value: Any) -> list[str]:
+    """The node names an argument refers to (``{"ref": name}``, in lists too)."""
+    if isinstance(value, dict):
+        return [value["ref"]] if "ref" in value else []
+    if isinstance(value, list):
+        return [r for v in value for r in _refs(v)]
+    return []
+
+
+def _consumers(graph: dict) -> dict[str, int]:
+    """How many graph nodes (and outputs) read each value."""
+    counts: dict[str, int] = {}
+    for node in graph["nodes"]:
+        for ref in set(_refs(node.get("args") or []) + _refs(list((node.get("kwargs") or {}).values()))):
+            counts[ref] = counts.get(ref, 0) + 1
+    for out in graph.get("outputs", []):  # an output takes its gradient from the loss
+        if out.get("node"):
+            counts[out["node"]] = counts.get(out["node"], 0) + 1
+    return counts
+
+
+def _input_shared(node: dict, consumers: dict[str, int]) -> bool:
+    """Whether a node's first argument is read by another node too (or is a graph output)."""
+    first = _refs((node.get("args") or [None])[:1])
+    return bool(first) and consumers.get(first[0], 0) > 1
 
 
 def _output_shape(node: dict) -> list[int]:
@@ -282,7 +349,10 @@ MODE_DIFFERS = {"relu", "gelu", "_softmax", "_safe_softmax", "_log_softmax", "na
 
 # ops that port mode runs with a candle-port-ops twin instead of candle's own op
 PORT_TWINS = {"max_pool2d", "max_pool2d_with_indices", "max_pool1d", "max_pool1d_with_indices", "avg_pool2d",
-              "avg_pool1d", "conv1d", "convolution", "_convolution"}
+              "avg_pool1d", "conv1d", "convolution", "_convolution",
+              # resize.rs: candle's upsampling and a 1x1 adaptive pool's mean natively, twins in port mode
+              "upsample_nearest2d", "upsample_bilinear2d", "_adaptive_avg_pool2d", "adaptive_avg_pool2d",
+              "grid_sampler_2d"}
 
 
 def _torch_run(model: Any, inputs: Sequence[Any], upstream: dict, rng_state: Any) -> dict:
@@ -394,7 +464,8 @@ def check_in_candle(model: Any, inputs: Sequence[Any], seed: int = 0, modes: Seq
         noise = None if rtol is not None or atol is not None else measure_noise(model, inputs, export_dir, seed, rng_state)
         tol = choose_candle_tolerance(dtype, noise, rtol, atol, factor)
         runs = (noise or {}).get("runs", [])
-        results = {mode: run_mode(binary, export_dir, mode, tol, runs) for mode in modes}
+        wide = runs[0] if tol.method == "float64" and runs else None  # a float32 model run in float64
+        results = {mode: run_mode(binary, export_dir, mode, tol, runs, wide) for mode in modes}
         shapes = placeholder_shapes(export_dir, graph)
     native, port = results.get("native"), results.get("port")
     # native ran every op but its gradients differ or are missing (a fused softmax cuts them),
@@ -408,6 +479,7 @@ def check_in_candle(model: Any, inputs: Sequence[Any], seed: int = 0, modes: Seq
     final = results.get("port", next(iter(results.values())))
     return {"ok": final["ok"], "rtol": tol.floor, "tolerance": tol.to_json(), "dtype": dtype, "ops": ops,
             "reference_fixes": graph.get("reference_fixes", {}), "gradients_off": graph.get("gradients_off", []),
+            "replayed_draws": graph.get("replayed_draws", []),
             **results}
 
 
@@ -427,6 +499,13 @@ def tolerance_line(result: dict) -> str:
 def summary_lines(result: dict) -> list[str]:
     """One line per mode, then one per failing op with its source line (for the text report)."""
     lines = [tolerance_line(result)] if any(m in result for m in MODES) else []
+    draws = result.get("replayed_draws") or []
+    if draws:
+        where = sorted({d["location"] for d in draws if d.get("location")})
+        lines.append(f"note: torch's random draws ({len(draws)} op(s): {', '.join(sorted({d['op'] for d in draws}))}"
+                     + (f" at {', '.join(where[:3])}" if where else "") + ") are replayed in candle as constants")
+    for op, why in (result.get("reference_fixes") or {}).items():  # torch itself was wrong there
+        lines.append(f"note: the torch reference does not take {op} as torch computes it: {why}")
     if result.get("gradients_off"):
         lines.append(f"note: the forward turns gradients off (torch.no_grad) at {', '.join(result['gradients_off'][:3])}; "
                      "the traced graph keeps no grad mode, so candle differentiates through that part and its "
@@ -473,6 +552,8 @@ def summary_lines(result: dict) -> list[str]:
             lines.append(f"  backward stopped: {backward.get('message') or '?'}")
         if r["missing_gradients"]:
             lines.append(f"  no gradient for: {', '.join(r['missing_gradients'])}")
+        if r.get("wrong_side"):
+            lines.append(f"  {r['wrong_side']['note']}")
         for op in r.get("suspects", []):
             if "why" in op:  # an op the two modes run differently
                 more = len(op["locations"]) - 1

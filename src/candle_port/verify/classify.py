@@ -331,6 +331,77 @@ def _records_without_gradient(graph: Any, node: Any) -> list[OpRecord]:
     return records
 
 
+def _composite(target: Any) -> bool:
+    """Whether torch implements an op as a composition of other ATen ops (a
+    CompositeImplicitAutograd kernel): make_fx, which ``--candle`` and candle ports trace with,
+    never keeps it, only what it decomposes into."""
+    import torch
+
+    try:
+        return bool(torch._C._dispatch_has_kernel_for_dispatch_key(target.name(), "CompositeImplicitAutograd"))
+    except (AttributeError, RuntimeError):
+        return False
+
+
+def _stand_in(value: Any) -> Any:
+    """A real tensor shaped like a graph value (zeros: only which ops run matters), or the value."""
+    import torch
+
+    val = value.meta.get("val") if hasattr(value, "meta") else None
+    if isinstance(val, torch.Tensor):
+        return torch.zeros(tuple(int(s) for s in val.shape), dtype=val.dtype)
+    if isinstance(value, (list, tuple)):
+        return type(value)(_stand_in(v) for v in value)
+    return value
+
+
+def decomposed_records(node: Any) -> list[OpRecord] | None:
+    """The ops a composite op (``_composite``) decomposes into on this node's shapes, classified,
+    those on a gradient path from its floating-point tensor arguments marked; None when it is not
+    composite or cannot be decomposed here. ``torch.repeat_interleave(x, 2, dim)`` is
+    unsqueeze/expand/clone/view, which candle trains, though candle has no repeat_interleave."""
+    if not _composite(node.target):
+        return None
+    import torch
+    from torch.fx.experimental.proxy_tensor import make_fx
+
+    args, kwargs = _stand_in(tuple(node.args)), {k: _stand_in(v) for k, v in node.kwargs.items()}
+    tensors = [a for a in args if isinstance(a, torch.Tensor)]
+
+    def run(*flat):
+        it = iter(flat)
+        return node.target(*[next(it) if isinstance(a, torch.Tensor) else a for a in args], **kwargs)
+
+    try:
+        gm = make_fx(run)(*tensors)
+    except Exception:  # noqa: BLE001 - symbolic or data-dependent shapes: keep the table's class
+        return None
+    sources = [p.name for p, t in zip((n for n in gm.graph.nodes if n.op == "placeholder"), tensors)
+               if t.is_floating_point()]
+    marked = grad_path_nodes(gm.graph, sources)
+    records = []
+    for inner in gm.graph.nodes:
+        if inner.op == "call_function" and (record := classify_node(inner, inner.name in marked)) is not None:
+            records.append(record)
+    return records
+
+
+def _judged_by_decomposition(node: Any, record: OpRecord) -> None:
+    """An op the table says candle cannot train, that torch decomposes into ops candle trains,
+    trains in candle (as make_fx traces it): judged by its parts, in place."""
+    parts = decomposed_records(node)
+    if parts is None:
+        return
+    on_path = [p for p in parts if p.on_grad_path]
+    if any(p.name == record.name for p in on_path) or not all(p.ok for p in on_path):
+        return  # it decomposes into itself, or into ops candle cannot train either
+    names = ", ".join(dict.fromkeys(p.name for p in parts)) or "no op"
+    record.cls, record.ok = BACKWARD, True
+    record.reason = f"torch decomposes it into {names} (as make_fx traces it), which candle trains"
+    record.wrong = "; ".join(dict.fromkeys(p.wrong for p in on_path if p.wrong))
+    record.warning = record.wrong or record.warning
+
+
 def classify_graph(graph: Any, grad_sources: Iterable[str], tracer: str, fallback_reason: str = "") -> GraphReport:
     marked = grad_path_nodes(graph, grad_sources)
     report = GraphReport(tracer=tracer, fallback_reason=fallback_reason)
@@ -343,6 +414,8 @@ def classify_graph(graph: Any, grad_sources: Iterable[str], tracer: str, fallbac
         record = classify_node(node, node.name in marked)
         if record is None:
             continue
+        if record.on_grad_path and not record.ok and record.cls in (FORWARD_ONLY, NO_OP):
+            _judged_by_decomposition(node, record)
         if record.on_grad_path and record.ok and not record.wrong:
             record.wrong = wrong_in_context(node, record, marked)
         elif record.wrong:

@@ -26,9 +26,12 @@ graph.json, version 1::
                 "used": true, "location": "/path/model.py:30", "code": "d1 = self.down1(x)",
                 "stack": ["/path/model.py:30 in forward", ...]}],
      "outputs": [{"node": "convolution_5", "index": 0, "upstream": "upstream.0"}],
-     "reference_fixes": {"aten.hardsigmoid_backward.default": "why"}}
+     "reference_fixes": {"aten.hardsigmoid_backward.default": "why"},
+     "replayed_draws": [{"op": "aten.bernoulli.p", "location": "/path/model.py:31"}]}
 
-``reference_fixes`` (optional, ignored by the Rust side) names the torch backward kernels whose
+``replayed_draws`` (optional, ignored by the Rust side) names the random ops (training-mode
+dropout, drop path) whose draws in torch's reference forward are in the graph as constants
+(``replay_draws``). ``reference_fixes`` (optional, ignored by the Rust side) names the torch backward kernels whose
 float64 result the reference replaced by the exact formula (``REFERENCE_FIXES`` below).
 
 An ARG is a JSON literal (int, bool, string, null), a float (``{"float": "inf"}`` for the
@@ -348,8 +351,8 @@ def _circular_pad_as_cat(x: Any, pad: Sequence[int], mode: str = "constant", val
     return x
 
 
-# torch's own CPU backward kernels that are not float64-accurate, and the exact formula the
-# reference uses instead. hardsigmoid_backward multiplies by ``one_sixth(1.0f / 6.0f)``, a float32
+# torch's own CPU backward kernels that are not float64-accurate (or not right at all), and what
+# the reference does instead. hardsigmoid_backward multiplies by ``one_sixth(1.0f / 6.0f)``, a float32
 # constant, in every dtype (aten/src/ATen/native/cpu/Activation.cpp): in float64 its gradient is
 # 2**-25 (3.0e-8) relative off the derivative, which a model with squeeze-excite gates
 # (timm's MobileNetV3) carries to every earlier parameter (measured: conv_stem 6.9e-9 of scale).
@@ -360,7 +363,33 @@ REFERENCE_FIXES = {
     "aten.elu_backward.default":
         "torch's celu passes 1/alpha of alpha rounded to float32 as elu_backward's input_scale in float64 "
         "(1.4285714528998554 for alpha 0.7: 9e-9 relative off); the reference uses the exact 1/alpha",
+    "aten.native_batch_norm_backward.default":
+        "torch 2.14's CPU BatchNorm backward (eval and train, so instance_norm too) is wrong, about 1.7x scale "
+        "off in every gradient, when a batch-1 incoming gradient has channels-last strides whose batch stride "
+        "is not H*W*C (legal for a size-1 dim; RT-DETR's decoder input projection makes one); the reference "
+        "runs it on contiguous copies",
 }
+
+# Backward kernels whose result depends on the strides of size-1 dims (tests/verify/
+# test_graph_export_strides.py feeds each op family's backward such gradients: only BatchNorm's is
+# wrong); the reference runs them on contiguous copies of their tensor arguments.
+_STRIDE_SENSITIVE = ("aten.native_batch_norm_backward.default",)
+
+
+def _canonical(t: Any) -> Any:
+    """``t`` with the strides ``contiguous()`` would give it, size-1 dims included (``contiguous()``
+    itself returns a tensor it calls contiguous unchanged, whatever its size-1 dims' strides)."""
+    import torch
+
+    if not isinstance(t, torch.Tensor) or t.stride() == torch.empty(t.shape, device="meta").stride():
+        return t
+    return torch.empty(t.shape, dtype=t.dtype, device=t.device).copy_(t)
+
+
+def _canonical_args(args: tuple) -> tuple | None:
+    """``args`` with every tensor canonical (``_canonical``), or None when they all were."""
+    fixed = tuple(_canonical(a) for a in args)
+    return fixed if any(f is not a for f, a in zip(fixed, args)) else None
 
 
 def _celu_input_scale(alpha: Any, scale: Any, input_scale: Any) -> float | None:
@@ -388,6 +417,9 @@ def _exact_backward_mode(used: set[str]):
                 used.add(str(func))
                 inside = (x > -3) & (x < 3)
                 return torch.where(inside, grad / 6, torch.zeros_like(grad))
+            if str(func) in _STRIDE_SENSITIVE and (fixed := _canonical_args(args)) is not None:
+                used.add(str(func))
+                return func(*fixed, **kwargs)
             if func is torch.ops.aten.elu_backward.default and args[0].dtype == torch.float64:
                 exact = _celu_input_scale(*args[1:4])
                 if exact is not None:
@@ -467,6 +499,84 @@ def fold_constants(gm: Any, constants: dict, fixed: dict | None = None) -> set[s
     return folded
 
 
+# Ops that draw random numbers (training-mode dropout traces to `bernoulli`, drop path to `rand`).
+_RANDOM = ("rand", "bernoulli", "normal", "uniform", "multinomial", "poisson", "exponential", "geometric", "cauchy",
+           "log_normal", "randperm", "randint", "native_dropout")
+# Ops whose first tensor argument gives a shape (and dtype) only, as far as their value goes.
+_SHAPE_OF_FIRST = _SHAPE_ONLY | {"empty_like", "new_empty", "new_empty_strided", "rand_like", "randn_like",
+                                 "randint_like", "bernoulli", "uniform", "normal", "exponential", "expand"}
+
+
+def _random(node: Any) -> bool:
+    name = str(node.target).removeprefix("aten.").split(".")[0]
+    return node.op == "call_function" and name.rstrip("_") in _RANDOM
+
+
+def _value_dependent(gm: Any, sources: set[str]) -> set[str]:
+    """Names of the nodes whose values depend on the values of ``sources`` (placeholders): an op
+    reading only the shape of its first argument (``new_empty``, ``bernoulli(x, p)`` with a number
+    ``p``, an ``expand`` of such a tensor) does not pass the dependence on."""
+    dependent: set[str] = set()
+    for n in gm.graph.nodes:
+        if n.op == "placeholder":
+            if n.name in sources:
+                dependent.add(n.name)
+            continue
+        inputs = list(n.all_input_nodes)
+        name = str(n.target).removeprefix("aten.").split(".")[0].rstrip("_")
+        overload = str(n.target).rsplit(".", 1)[-1]
+        if name in _SHAPE_OF_FIRST and inputs and (name != "bernoulli" or overload in ("p", "float")):
+            inputs = inputs[1:] if name not in ("expand",) else inputs
+        if name == "expand" and inputs and inputs[0].name not in dependent:
+            continue
+        if any(i.name in dependent for i in inputs):
+            dependent.add(n.name)
+    return dependent
+
+
+def replay_draws(gm: Any, leaves: Sequence[Any], rng_start: Any, reference: dict) -> dict[str, Any]:
+    """torch's random draws (training-mode dropout, drop path, ``torch.rand``) as constants for
+    candle, so that ``--candle`` verifies training mode as it runs: the traced graph is run again
+    from the RNG state the reference forward started from, and the value of each random node whose
+    value depends on no parameter or input value (a mask drawn for a shape) is kept. Kept only when
+    the replay reproduces the reference's outputs exactly (the same draws in the same order);
+    {} otherwise, and the candle run names the random op as before."""
+    import torch
+    from torch.fx import Interpreter
+
+    placeholders = [n.name for n in gm.graph.nodes if n.op == "placeholder"]
+    randoms = [n for n in gm.graph.nodes if _random(n)]
+    if not randoms:
+        return {}
+    dependent = _value_dependent(gm, set(placeholders))
+    wanted = {n.name for n in randoms if n.name not in dependent}
+    if len(wanted) != len(randoms):
+        return {}  # a draw that depends on a value (bernoulli of computed probabilities)
+    drawn: dict[str, Any] = {}
+
+    class Recorder(Interpreter):
+        def run_node(self, n):
+            value = super().run_node(n)
+            if n.name in wanted and isinstance(value, torch.Tensor):
+                drawn[n.name] = value.detach().clone()
+            return value
+
+    saved = torch.get_rng_state()
+    torch.set_rng_state(rng_start)
+    try:
+        with torch.no_grad():
+            outs = _flat_tensors(Recorder(gm).run(*[t.detach().clone() for t in leaves]))
+    except Exception:  # noqa: BLE001 - not replayable: the random ops stay in the graph
+        return {}
+    finally:
+        torch.set_rng_state(saved)
+    for i, out in enumerate(outs):
+        ref = reference.get(f"output.{i}")
+        if ref is not None and not (isinstance(out, torch.Tensor) and out.shape == ref.shape and torch.equal(out, ref)):
+            return {}
+    return drawn if len(drawn) == len(wanted) else {}
+
+
 def export_graph(model: Any, inputs: Sequence[Any], out_dir: Path, seed: int = 0) -> dict:
     """Trace ``model(*inputs)``, write graph.json, tensors.safetensors and torch.safetensors.
 
@@ -482,6 +592,7 @@ def export_graph(model: Any, inputs: Sequence[Any], out_dir: Path, seed: int = 0
     state = {k: v.detach().clone() for k, v in model.state_dict().items()}
 
     model.zero_grad(set_to_none=True)
+    rng_start = torch.get_rng_state()  # the reference forward's draws start here (replay_draws)
     outs = _flat_tensors(model(*inputs))
     gen = torch.Generator().manual_seed(seed + 3)
     upstream = {i: torch.randn(o.shape, dtype=o.dtype, generator=gen)
@@ -511,7 +622,11 @@ def export_graph(model: Any, inputs: Sequence[Any], out_dir: Path, seed: int = 0
     state_of = {**named, **buffers}
     fixed = {node.name: state_of[name] for node, (kind, name) in zip(placeholders, kinds) if kind == "buffer"}
     constants = {n.name: getattr(gm, n.target) for n in gm.graph.nodes if n.op == "get_attr"}
-    folded = fold_constants(gm, constants, fixed)
+    leaves = [named[n] for n in param_names] + [buffers[n] for n in buffer_names] + [x.detach() for x in inputs]
+    draws = replay_draws(gm, leaves, rng_start, reference)
+    model.load_state_dict(state)
+    constants.update(draws)
+    folded = fold_constants(gm, constants, fixed) | set(draws)
     nodes = []
     for n in gm.graph.nodes:
         if n.op != "call_function" or n.name in folded:
@@ -537,6 +652,9 @@ def export_graph(model: Any, inputs: Sequence[Any], out_dir: Path, seed: int = 0
         "reference_fixes": {op: REFERENCE_FIXES[op] for op in sorted(fixes)},
         # where the forward turned gradients off: the graph cannot say so (see trace_for_candle)
         "gradients_off": gm.meta.get("gradients_off", []),
+        # the random ops whose draws in torch's reference forward candle gets as constants
+        "replayed_draws": [{"op": _op_name(n), "location": _node_json(n)["location"]}
+                           for n in gm.graph.nodes if n.name in draws],
     }
     tensors = {f"{kind}.{name}": state_of[name].detach().contiguous() for kind, name in kinds if kind != "input"}
     tensors.update({f"input.{i}": x.detach().contiguous() for i, x in enumerate(inputs)})

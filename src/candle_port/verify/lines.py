@@ -73,12 +73,17 @@ def map_graph_locations(graph: dict[str, Any] | None, copy_root: Path, original_
 
 
 def map_result_locations(value: Any, copy_root: Path, original_root: Path) -> None:
-    """Every ``location`` in a candle result (verify --candle's run of the rewritten copy), from
-    the copy to the user's file and line, in place."""
+    """Every location in a candle result (verify --candle's run of the rewritten copy), from the
+    copy to the user's file and line, in place: ``location``, each of a suspect's ``locations``,
+    and the ``file:line`` a message or an error names (the copy is deleted once the run ends)."""
     if isinstance(value, dict):
         for key, item in value.items():
             if key == "location" and isinstance(item, str):
                 value[key] = map_location(item, copy_root, original_root)
+            elif key == "locations" and isinstance(item, list):
+                value[key] = [map_location(w, copy_root, original_root) if isinstance(w, str) else w for w in item]
+            elif key in ("error", "message") and isinstance(item, str):
+                value[key] = map_locations_in_text(item, copy_root, original_root)
             else:
                 map_result_locations(item, copy_root, original_root)
     elif isinstance(value, list):

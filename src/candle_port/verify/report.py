@@ -4,9 +4,14 @@ Verdicts, worst first (the exit code of the worst one that applies):
 
 - ``fail`` (1): a tensor differs beyond tolerance, an op on a gradient path of the rewritten graph
   has no candle backward, or its candle backward gives a wrong gradient (unless
-  ``--allow-wrong-gradients``), or gradcheck failed.
+  ``--allow-wrong-gradients``), or gradcheck failed, or (``--candle``) the model run in real
+  candle in port mode fails, on the original or the rewritten copy.
 - ``unchecked`` (4): nothing failed, but a part could not be checked: the rewritten model was not
-  traced (trace failed, or ``--no-trace``), or no gradient flowed to any input or parameter.
+  traced (trace failed, or ``--no-trace``), no gradient flowed to any input or parameter, or
+  ``--candle`` could not run candle at all (no cargo, a model make_fx cannot trace).
+
+The JSON's ``verdict`` and ``exit_code`` and the process's exit code all come from ``verdict``
+(``--candle``'s result is part of the report, not a second verdict beside it).
 - ``changed`` (3): a strategy that changes the numbers by design (``nearest``, ``convtranspose``)
   rewrote something; the differences are reported, never called a match.
 - ``pass`` (0): the numbers are equal within tolerance and every op on a gradient path has a
@@ -16,6 +21,7 @@ Verdicts, worst first (the exit code of the worst one that applies):
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from candle_port.rewriters.strategies import EXACT_STRATEGIES  # those that keep the numbers by construction
@@ -59,6 +65,8 @@ class VerifyReport:
     # {seed, flips, crossed_seeds, checked_seed (the seed that passed or differed without a
     # crossing; None when every seed tried crossed one), outcome}.
     kink: dict[str, Any] | None = None
+    # --candle's result (candle_check.candle_check): None when --candle was not given.
+    candle: dict[str, Any] | None = None
 
     @property
     def seed_compared(self) -> int:
@@ -118,19 +126,26 @@ class VerifyReport:
                            "(--allow-wrong-gradients accepts them)")
         if self.gradcheck is not None and not self.gradcheck["ok"]:
             reasons.append("gradcheck failed")
-        if self._convert_may_reach():
+        reasons += candle_failures(self.candle)
+        left = self._convert_may_reach()
+        direct = [r.get("where", "") for r in left if calls_in_source(r)]
+        if direct:
+            reasons.append(f"ops the runtime replaces were left in the rewritten graph by calls in the source that "
+                           f"port-fix did not rewrite ({', '.join(sorted(set(direct))[:3])}; port-fix --diff says "
+                           "why): --strategy convert routes them to the runtime")
+        elif left:
             reasons.append("ops the runtime replaces were left in the rewritten graph (built through a layer "
                            "factory or registry, which no source rewrite sees?): --strategy convert fixes the built model")
         return reasons
 
-    def _convert_may_reach(self) -> bool:
-        """Whether an op left in the rewritten graph is one runtime.convert replaces, and convert was not used."""
+    def _convert_may_reach(self) -> list[dict[str, Any]]:
+        """The rows left in the rewritten graph of ops runtime.convert replaces ([] when convert was used)."""
         if self.strategy == "convert" or self.graph_rewritten is None:
-            return False
-        left = [r["name"] for r in self.graph_rewritten["lacking"]]
+            return []
+        left = list(self.graph_rewritten["lacking"])
         if not self.allow_wrong_gradients:
-            left += [r["name"] for r in self.wrong_gradients]
-        return any(name.startswith(CONVERT_REPLACES) for name in left)
+            left += list(self.wrong_gradients)
+        return [r for r in left if r["name"].startswith(CONVERT_REPLACES)]
 
     @property
     def unchecked(self) -> list[str]:
@@ -140,6 +155,8 @@ class VerifyReport:
         grads = [r for r in self.rows if r.kind in ("input grad", "param grad")]
         if grads and all(r.note == "no gradient in either" for r in grads):
             reasons.append("no gradient flowed to any input or parameter: gradients were not compared")
+        if self.candle is not None and "port" not in self.candle:
+            reasons.append(f"--candle could not run candle: {self.candle.get('error') or '?'}")
         return reasons
 
     def changed_summary(self) -> str:
@@ -226,12 +243,55 @@ class VerifyReport:
             "module_files": self.module_files,
             "seconds": self.seconds,
             "timings": self.timings,
+            # --candle's result takes the op table's pin's key, as it always did
+            **({"candle": self.candle} if self.candle is not None else {}),
         }
 
     def render(self, console: Any, show_refusals: bool = False) -> None:
         from .render_text import render_report
 
         render_report(self, console, show_refusals)
+
+
+def candle_failures(candle: dict[str, Any] | None) -> list[str]:
+    """Why ``--candle``'s run fails the verdict: port mode failing in real candle on the original
+    model or on the rewritten copy ([] when it passes, was not asked for, or could not run)."""
+    if not candle or "port" not in candle or candle.get("ok", False):
+        return []
+    reasons = []
+    if not candle.get("original_ok", candle["port"].get("ok", False)):
+        reasons.append("the original model fails in real candle in port mode (--candle)")
+    rewritten = candle.get("rewritten") or {}
+    if rewritten and not rewritten.get("ok", False):
+        why = "" if "port" in rewritten else f": {rewritten.get('error') or '?'}"
+        reasons.append(f"the rewritten copy fails in real candle (--candle){why}")
+    return reasons or ["the model fails in real candle (--candle)"]
+
+
+# The names a source line calls an op by (functional or layer), per ATen op name prefix.
+_CALL_NAMES = (("upsample", ("interpolate", "upsample", "Upsample")), ("_upsample", ("interpolate", "upsample", "Upsample")),
+               ("max_pool", ("max_pool", "MaxPool")), ("avg_pool", ("avg_pool", "AvgPool")),
+               ("adaptive_", ("adaptive_", "Adaptive")), ("grid_sampler", ("grid_sample",)),
+               ("affine_grid", ("affine_grid",)), ("conv_transpose", ("conv_transpose", "ConvTranspose")),
+               ("conv", ("conv1d", "Conv1d", "conv3d", "Conv3d")), ("_conv", ("conv1d", "Conv1d", "conv3d", "Conv3d")))
+
+
+def calls_in_source(row: dict[str, Any]) -> bool:
+    """Whether the source line a graph row points at calls the op itself (``F.interpolate(...,
+    mode="nearest")`` left in the source), rather than a layer built elsewhere (a factory)."""
+    where = row.get("where") or ""
+    path, sep, line = where.rpartition(":")
+    if not sep or not line.isdigit():
+        return False
+    try:
+        text = Path(path).read_text(encoding="utf-8").splitlines()[int(line) - 1]
+    except (OSError, UnicodeDecodeError, IndexError):
+        return False
+    import re
+
+    names = next((n for prefix, n in _CALL_NAMES if row["name"].startswith(prefix)), ())
+    # `F.interpolate(`, `nn.Upsample(`, an imported `interpolate(`; not a layer attribute `self.up(`
+    return any(re.search(rf"(?:\b(?:F|nn|functional|torch)\.|(?<![\w.]))\w*{name}\w*\s*\(", text) for name in names)
 
 
 _LACKS = ("forward-only", "no-op", "not-in-table")

@@ -394,9 +394,16 @@ def _traced_float_dtypes(model: Any, inputs: list) -> set:
     with torch.no_grad():
         gm = make_fx(forward)(state, *[x.detach() for x in inputs])
 
-    def floating(node) -> bool:
+    def float_dtypes(node) -> set:
+        """The floating dtypes of a node's value, a tuple's elements included (native_layer_norm's
+        output and statistics: a walk that stopped at a tuple never reached DINOv2's float32
+        position-embedding resize behind its final LayerNorm)."""
         val = node.meta.get("val")
-        return isinstance(val, torch.Tensor) and val.is_floating_point()
+        vals = val if isinstance(val, (list, tuple)) else [val]
+        return {v.dtype for v in vals if isinstance(v, torch.Tensor) and v.is_floating_point()}
+
+    def floating(node) -> bool:
+        return bool(float_dtypes(node))
 
     from .graph_export import shape_only
 
@@ -413,7 +420,7 @@ def _traced_float_dtypes(model: Any, inputs: list) -> set:
             continue
         reached.add(node)
         pending.extend(inp for inp in node.all_input_nodes if floating(inp))
-    return {node.meta["val"].dtype for node in reached & depends}
+    return {dtype for node in reached & depends for dtype in float_dtypes(node)}
 
 
 def _every_float_dtype(model: Any, inputs: list) -> Any:

@@ -181,7 +181,11 @@ pub fn nll_loss(
     let picked = x.contiguous()?.gather(&safe.unsqueeze(1)?, 1)?.squeeze(1)?;
     let kept = keep.to_dtype(x.dtype())?;
     let w = match weight {
-        Some(w) => w.to_dtype(x.dtype())?.index_select(&safe, 0)?.mul(&kept)?,
+        Some(w) => w
+            .to_dtype(x.dtype())?
+            .contiguous()?
+            .index_select(&safe, 0)?
+            .mul(&kept)?,
         None => kept,
     };
     let losses = picked.mul(&w)?.neg()?;
