@@ -237,6 +237,7 @@ def main(argv=None) -> int:
     parser.add_argument("--steps", type=int, default=20)
     parser.add_argument("--dtype", choices=["both", *DTYPES], default="both")
     parser.add_argument("--profile", choices=["release", "dev"], default="release", help="cargo profile of the candle build")
+    parser.add_argument("--candle-lr", type=float, default=None, help=argparse.SUPPRESS)  # tests: make candle differ
     parser.add_argument("--workdir", type=Path, default=None, help="keep the parity directories here")
     args = parser.parse_args(argv)
     dtypes = list(DTYPES) if args.dtype == "both" else [args.dtype]
@@ -266,6 +267,11 @@ def main(argv=None) -> int:
         for d in dtypes:
             native_dir = workdir / f"native-{d}"
             shutil.copytree(workdir / f"parity-{d}", native_dir)
+            if args.candle_lr is not None:  # the candle port steps with another learning rate
+                manifest_path = workdir / f"parity-{d}" / "manifest.json"
+                manifest = json.loads(manifest_path.read_text())
+                manifest["steps"]["lr"] = args.candle_lr
+                manifest_path.write_text(json.dumps(manifest))
             start = time.perf_counter()
             done = run_candle(exe, workdir / f"parity-{d}")
             print(f"candle {d}, {args.steps} steps: {time.perf_counter() - start:.2f} s", file=sys.stderr)
