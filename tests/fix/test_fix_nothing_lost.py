@@ -249,6 +249,8 @@ def test_a_crash_mid_write_leaves_the_original_and_no_temp_file(tree: Path, monk
 
     (tree / "second.py").write_text(SITE)
     monkeypatch.setattr(writeback.os, target, boom)
+    if target == "replace":  # the replace is an atomic exchange where the system has one
+        monkeypatch.setattr(writeback, "_exchange", boom)
     result = run(tree)
     assert result.exit_code == 3
     assert (tree / "model.py").read_text() == SITE and (tree / "second.py").read_text() == SITE
@@ -263,6 +265,7 @@ def test_an_interrupt_mid_write_leaves_the_original_and_no_temp_file(tree: Path,
     path = tree / "model.py"
     snapshot = take_snapshot(str(path))
     monkeypatch.setattr(writeback.os, "replace", interrupted)
+    monkeypatch.setattr(writeback, "_exchange", interrupted)  # the replace, where the system can exchange
     with pytest.raises(KeyboardInterrupt):
         write_back(snapshot, FIXED.encode())
     assert path.read_text() == SITE

@@ -121,6 +121,11 @@ def fix_text(
         return result
     try:
         new_text = _rewrite(module, tree, text, planned, strategy, vendored_module, result, fast)
+    except _NoPlaceForImport as exc:
+        result.refused.extend(Refused(f.code, f.line, f.column, str(exc)) for f in result.fixed)
+        result.fixed.clear()
+        result.import_added = None
+        return result
     except _Unlocated as exc:
         result.error = FileError(path, f"internal error, file left unchanged: libcst has no node for the {exc}")
         result.fixed.clear()
@@ -310,7 +315,18 @@ def _rewrite(module: cst.Module, tree: ast.Module, text: str, planned, strategy:
     if target is not None and transformer.used_target and imports.existing_alias(module, target.module) is None:
         new_module = imports.add_import(new_module, target.module, alias)
         result.import_added = f"import {target.module} as {alias}"
+        if not any(imports.imports_torch(statement) for statement in module.body):
+            # Placed where torch is imported (optional torch): every fixed site must see it.
+            if not imports.alias_seen_by_every_use(new_module.code, alias):
+                raise _NoPlaceForImport(
+                    f"torch is imported only inside other functions or blocks, so no place for `import {target.module}` "
+                    "is seen by this site without importing torch where the module did not; rewrite it by hand"
+                )
     return new_module.code
+
+
+class _NoPlaceForImport(Exception):
+    """The runtime import cannot go where the file imports torch and still be seen by every fixed site."""
 
 
 class _Unlocated(Exception):
