@@ -24,7 +24,7 @@ from candle_port.pipeline.checker import findings_for_scan, harmless_without_gra
 from candle_port.config import Config
 from candle_port.pipeline.findings import FileError
 from candle_port.pipeline.prefilter import may_hold_sites
-from candle_port.rewriters import imports, strategies
+from candle_port.rewriters import exact_type, imports, strategies
 from candle_port.rewriters.results import Fixed, FixError, FixResult, Refused, Skipped, Unfixable
 from candle_port.rewriters.splice import splice
 from candle_port.rewriters.strategies import CONVTRANSPOSE, NEAREST, RUNTIME, STRATEGIES
@@ -78,6 +78,7 @@ def fix_text(
     for finding in findings:
         by_position.setdefault((finding.line, finding.column), []).append(finding.code)
     rules = [rule for rule in all_rules() if rule.code in considered]
+    class_checks = None  # built once, when a class would be swapped
 
     planned: list[tuple[Site, str]] = []  # (site, codes)
     for site in scan.sites:
@@ -101,6 +102,9 @@ def fix_text(
             reason = f"the {strategy} strategy does not fix {code}"
         if reason is None and site.kind == "subclass" and _subclass_base(site) is None:
             reason = f"cannot locate the nn.{site.api.name} base class of this subclass; rewrite it by hand"
+        if reason is None and _swaps_class(site, chosen):
+            class_checks = class_checks or exact_type.ClassChecks(tree)
+            reason = class_checks.refusal(site, chosen.replacement_subclasses_api)
         if reason is not None:
             refused = Refused(code, line, column, reason)
             if refused not in result.refused:  # a layer chosen at run time: one site per class it can be
@@ -148,6 +152,12 @@ def fix_text(
         return result
     result.text = new_text
     return result
+
+
+def _swaps_class(site: Site, chosen: strategies.Strategy) -> bool:
+    """Whether the rewrite puts another class where the site's layer class was (a subclass's base
+    changes nothing an exact-type check of the layer class sees)."""
+    return site.api.is_module and site.kind != "subclass" and chosen.target(None) is not None
 
 
 def _list_unfixable(findings, result: FixResult) -> None:
