@@ -89,6 +89,8 @@ def fix_command(
             common.fail_usage("'-' (stdin) cannot be combined with other paths")
         report = _fix_stdin(stdin_filename or "<stdin>", chosen, settings, vendor)
         result = report.results[0] if report.results else None
+        if vendor is not None and chosen != "nearest" and write and result is not None and result.changed:
+            report.vendored = _write_vendored(vendor)  # before the text that imports it is emitted
         if result is not None and not check:
             if diff:
                 sys.stdout.write(unified_diff(result))
@@ -142,6 +144,18 @@ def _exit_code(report, check: bool) -> int:
     if check and report.changed:
         codes.append(ExitCode.FINDINGS)
     return worst(*codes)
+
+
+def _write_vendored(vendor: Path) -> str:
+    """`--vendor DIR` with stdin: the module the emitted text imports, written first; exit 2 if it cannot be."""
+    from candle_port.rewriters.vendor import VendorError, write_vendored
+    from candle_port.rewriters.writeback import WriteFailed, WriteRefused
+
+    try:
+        return str(write_vendored(vendor))
+    except (OSError, VendorError, WriteFailed, WriteRefused) as exc:
+        reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+        common.fail_usage(f"cannot write the vendored runtime, nothing was emitted: {reason}")
 
 
 def _fix_stdin(filename: str, strategy: str, settings, vendor: Optional[Path]):

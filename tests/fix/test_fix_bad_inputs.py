@@ -1,0 +1,126 @@
+"""One bad input never stops or misleads a run (issue 32, third round): a one-line error naming
+the file (and the key), a distinct exit code, every other file still done.
+
+Letter B in docs/reliability.md.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from candle_port.cli.entry import single_command_app
+from candle_port.cli.fix import fix_command
+
+SITE = "import torch.nn.functional as F\ny = F.interpolate(x, scale_factor=2, mode='bilinear')\n"
+FIXED = (
+    "import torch.nn.functional as F\nimport candle_port.runtime as candle_runtime\n"
+    "y = candle_runtime.interpolate(x, scale_factor=2, mode='bilinear')\n"
+)
+APP = single_command_app(fix_command, "port-fix")
+
+
+def run(*args, input=None):
+    return CliRunner().invoke(APP, ["--jobs", "1", *map(str, args)], input=input)
+
+
+def error_lines(result) -> list[str]:
+    return [line for line in result.stderr.splitlines() if line.startswith("error: ")]
+
+
+@pytest.fixture
+def tree(tmp_path: Path) -> Path:
+    (tmp_path / "model.py").write_text(SITE)
+    return tmp_path
+
+
+# --- configuration -----------------------------------------------------------------------------
+
+def test_config_on_dev_zero_is_a_one_line_error(tree: Path):
+    result = run("--config", "/dev/zero", tree)
+    assert result.exit_code == 2
+    assert error_lines(result) == ["error: /dev/zero: not a regular file; a config file must be a TOML file"]
+    assert (tree / "model.py").read_text() == SITE
+
+
+def test_config_on_a_fifo_does_not_hang(tree: Path):
+    fifo = tree / "config.toml"
+    os.mkfifo(fifo)
+    writer = threading.Timer(20, lambda: open(fifo, "w").close())  # frees a hung read, so a failure is reported, not a hung suite
+    writer.start()
+    try:
+        result = run("--config", fifo, tree)
+    finally:
+        writer.cancel()
+    assert result.exit_code == 2
+    assert error_lines(result) == [f"error: {fifo}: not a regular file; a config file must be a TOML file"]
+
+
+def test_a_huge_config_file_is_refused(tree: Path):
+    big = tree / "big.toml"
+    big.write_text("# padding\n" * 200_000)
+    result = run("--config", big, tree)
+    assert result.exit_code == 2 and error_lines(result) == [f"error: {big}: larger than 1 MB; not a config file"]
+
+
+WRONG_TYPES = {
+    "per-file-ignores-number": ('[tool.candle-port]\nper-file-ignores = {"a.py" = 3}\n', "per-file-ignores 'a.py' must be a list of rule codes, not an integer"),
+    "per-file-ignores-numbers": ('[tool.candle-port]\nper-file-ignores = {"a.py" = [1, 2]}\n', "per-file-ignores 'a.py' must be a list of rule codes, not an array"),
+    "per-file-ignores-string": ('[tool.candle-port]\nper-file-ignores = "x"\n', "per-file-ignores must be a table of glob = [codes], not a string"),
+    "candle-port-integer": ("[tool]\ncandle-port = 1\n", "[tool] candle-port must be a table ([tool.candle-port]), not an integer"),
+    "tool-string": ('tool = "x"\n# candle-port\n', "tool must be a table ([tool]), not a string"),
+    "exclude-nested": ("[tool.candle-port]\nexclude = " + "[" * 300 + "]" * 300 + "\n", "exclude must be a list of strings, not an array"),
+    "select-empty": ("[tool.candle-port]\nselect = []\n", "select is empty, so no rule would run; remove it to run every rule"),
+    "cache-dir-number": ("[tool.candle-port]\ncache-dir = 3\n", "cache-dir must be a string (a directory), not an integer"),
+}
+
+
+@pytest.mark.parametrize(("toml", "message"), WRONG_TYPES.values(), ids=WRONG_TYPES.keys())
+@pytest.mark.parametrize("how", ["found", "--config"])
+def test_a_config_value_of_the_wrong_type_names_the_file_and_the_key(tree: Path, toml: str, message: str, how: str):
+    config = tree / "pyproject.toml"
+    config.write_text(toml)
+    result = run(*(["--config", config] if how == "--config" else []), tree)
+    assert result.exit_code == 2, result.output
+    assert error_lines(result) == [f"error: {config}: {message}"]
+    assert "internal error" not in result.output
+    assert (tree / "model.py").read_text() == SITE
+
+
+@pytest.mark.parametrize("select", ["", ",", " , ,"])
+def test_select_naming_no_code_is_a_usage_error(tree: Path, select: str):
+    result = run("--select", select, tree)
+    assert result.exit_code == 2
+    assert error_lines(result) == [f"error: --select {select!r} names no rule code; omit it to run every rule"]
+    assert (tree / "model.py").read_text() == SITE
+
+
+# --- --vendor with stdin -----------------------------------------------------------------------
+
+def test_vendor_with_stdin_writes_the_module_the_output_imports(tmp_path: Path):
+    vendor = tmp_path / "third_party"
+    result = run("--vendor", vendor, "-", input=SITE)
+    assert result.exit_code == 0, result.output
+    assert "import candle_port_runtime as candle_runtime" in result.stdout
+    module = vendor / "candle_port_runtime.py"
+    assert module.is_file() and module.read_text().startswith('"""candle-port runtime, vendored by `port-fix --vendor`')
+    assert f"wrote the vendored runtime to {module}" in result.stderr
+
+
+def test_vendor_with_stdin_and_nothing_to_fix_writes_nothing(tmp_path: Path):
+    vendor = tmp_path / "third_party"
+    result = run("--vendor", vendor, "-", input="x = 1\n")
+    assert result.exit_code == 0 and result.stdout == "x = 1\n" and not vendor.exists()
+
+
+def test_vendor_with_stdin_that_cannot_be_written_emits_nothing(tmp_path: Path):
+    vendor = tmp_path / "third_party"
+    vendor.mkdir()
+    (vendor / "candle_port_runtime.py").write_text("MINE = 1\n")
+    result = run("--vendor", vendor, "-", input=SITE)
+    assert result.exit_code == 2 and result.stdout == ""
+    assert "was not written by port-fix" in result.stderr
