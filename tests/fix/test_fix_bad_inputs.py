@@ -7,6 +7,8 @@ Letter B in docs/reliability.md.
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
 import threading
 from pathlib import Path
 
@@ -124,3 +126,51 @@ def test_vendor_with_stdin_that_cannot_be_written_emits_nothing(tmp_path: Path):
     result = run("--vendor", vendor, "-", input=SITE)
     assert result.exit_code == 2 and result.stdout == ""
     assert "was not written by port-fix" in result.stderr
+
+
+# --- a file too large to read ------------------------------------------------------------------
+
+def test_a_sparse_file_of_gigabytes_is_one_line_and_the_others_are_fixed(tree: Path):
+    huge = tree / "huge.py"
+    with open(huge, "wb") as handle:
+        handle.truncate(2_200_000_000)  # sparse: no disk used, 2.2 GB to read
+    (tree / "other.py").write_text(SITE)
+    result = run(tree)
+    assert result.exit_code == 3, result.output
+    assert error_lines(result) == [f"error: {huge}: too large to analyse (2200.0 MB on disk; files over 16 MB are not read)"]
+    assert (tree / "model.py").read_text() == FIXED and (tree / "other.py").read_text() == FIXED
+    assert "2 sites fixed in 2 files" in result.stderr
+
+
+# --- the summary cannot be written ---------------------------------------------------------------
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _port_fix_with_stdout(tree: Path, stdout) -> subprocess.CompletedProcess:
+    env = {**os.environ, "PYTHONPATH": str(ROOT / "src")}
+    return subprocess.run(
+        [sys.executable, "-m", "candle_port", "fix", "-j", "1", "--output-format", "json", str(tree)],
+        stdout=stdout, stderr=subprocess.PIPE, text=True, env=env, timeout=120,
+    )
+
+
+def test_a_summary_that_cannot_be_written_still_says_what_changed(tree: Path):
+    with open("/dev/full", "w") as full:  # stdout on a full disk
+        out = _port_fix_with_stdout(tree, full)
+    assert out.returncode == 3, out.stderr
+    assert f"{tree / 'model.py'}: rewritten" in out.stderr.splitlines()
+    assert "port-fix: could not write the summary (No space left on device); 1 file(s) rewritten (listed above)" in out.stderr
+    assert (tree / "model.py").read_text() == FIXED
+
+
+def test_a_closed_stdout_still_says_what_changed(tree: Path):
+    read_end, write_end = os.pipe()
+    os.close(read_end)  # nobody reads: writing is EPIPE
+    try:
+        out = _port_fix_with_stdout(tree, write_end)
+    finally:
+        os.close(write_end)
+    assert out.returncode == 3, out.stderr
+    assert f"{tree / 'model.py'}: rewritten" in out.stderr.splitlines()
+    assert (tree / "model.py").read_text() == FIXED

@@ -74,11 +74,12 @@ def _declared_encoding(data: bytes) -> str:
     return encoding
 
 
-def read_regular_file(path: Path | str) -> tuple[bytes, os.stat_result]:
+def read_regular_file(path: Path | str, max_bytes: int | None = None) -> tuple[bytes, os.stat_result]:
     """The bytes of a regular file and its stat, read once; SourceError for anything else.
 
     Opened without blocking and checked with fstat, so a FIFO or a device named `x.py` (or a
-    symlink to one) is reported instead of hanging the run or filling memory.
+    symlink to one) is reported instead of hanging the run or filling memory. `max_bytes`: a
+    larger file is a SourceError before any of it is read (a sparse file of gigabytes).
     """
     try:
         fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_BINARY", 0))
@@ -92,6 +93,10 @@ def read_regular_file(path: Path | str) -> tuple[bytes, os.stat_result]:
             raise SourceError("is a directory")
         if not stat.S_ISREG(info.st_mode):
             raise SourceError(f"not a regular file ({_kind(info.st_mode)}); skipped")
+        if max_bytes is not None and info.st_size > max_bytes:
+            raise SourceError(
+                f"too large to analyse ({info.st_size / 1e6:.1f} MB on disk; files over {max_bytes / 1e6:.0f} MB are not read)"
+            )
         chunks = []
         while chunk := os.read(fd, 1 << 20):
             chunks.append(chunk)
@@ -112,6 +117,10 @@ def _kind(mode: int) -> str:
     return "not a plain file"
 
 
+# Past this a file is not read at all: the parsers take at most 4 MB of text (checker.MAX_PARSE_CHARS),
+# four bytes a character at worst; a sparse file of gigabytes would otherwise be read into memory.
+MAX_READ_BYTES = 16_000_000
+
 # A file larger than this is read only in a worker, under its memory limit: the main process
 # screens smaller ones (engine._first_pass, rewriters/files.py).
 MAIN_PROCESS_MAX_BYTES = 4 << 20
@@ -131,7 +140,7 @@ def load_source_in_main_process(path: str) -> tuple[bytes, SourceText] | None:
 
 def load_source(path: Path | str) -> tuple[bytes, SourceText]:
     """The raw bytes of a file and its decoded text, or SourceError with a one-line reason."""
-    data, _ = read_regular_file(path)
+    data, _ = read_regular_file(path, MAX_READ_BYTES)
     return data, decode_source(data)
 
 

@@ -36,7 +36,7 @@ except ImportError:  # Windows: no advisory lock; the identity and hash checks s
     fcntl = None
 
 from candle_port.pipeline.findings import FileError
-from candle_port.pipeline.sources import SourceError, read_regular_file
+from candle_port.pipeline.sources import MAX_READ_BYTES, SourceError, read_regular_file
 
 TEMP_SUFFIX = ".port-fix.tmp"
 
@@ -78,13 +78,13 @@ class Snapshot:
     digest: str
 
 
-def take_snapshot(path: str) -> Snapshot:
+def take_snapshot(path: str, max_bytes: int | None = MAX_READ_BYTES) -> Snapshot:
     """Read a regular file once, with its identity; SourceError with a one-line reason otherwise."""
     try:
         real = os.path.realpath(path)
     except OSError as exc:
         raise SourceError(exc.strerror or str(exc)) from None
-    data, info = read_regular_file(path)
+    data, info = read_regular_file(path, max_bytes)
     return Snapshot(path, real, data, info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns, _digest(data))
 
 
