@@ -174,3 +174,42 @@ def test_a_closed_stdout_still_says_what_changed(tree: Path):
     assert out.returncode == 3, out.stderr
     assert f"{tree / 'model.py'}: rewritten" in out.stderr.splitlines()
     assert (tree / "model.py").read_text() == FIXED
+
+
+# --- CR-only newlines (old Mac files): Python reads a lone \r as a line end -----------------------
+
+CR_CASES = {
+    # a cookie past line 2 is a comment to Python: the file is UTF-8 (ascii would reject the é)
+    "cookie-on-line-3": (
+        b"# a comment\rimport torch.nn.functional as F\r# -*- coding: ascii -*-\r"
+        b"y = F.interpolate(x, scale_factor=2, mode='bilinear')\rs = '\xc3\xa9'\r"
+    ),
+    # a cookie on line 2 counts: latin-1 (as UTF-8 the \xe9 would be invalid)
+    "cookie-on-line-2": (
+        b"#!/usr/bin/env python\r# -*- coding: latin-1 -*-\rimport torch.nn.functional as F\r"
+        b"y = F.interpolate(x, scale_factor=2, mode='bilinear')\rs = '\xe9'\r"
+    ),
+    # a comment first: it ends at the \r, not at the end of the file (every site was hidden)
+    "comment-first": b"# model\rimport torch.nn.functional as F\ry = F.interpolate(x, scale_factor=2, mode='bilinear')\r",
+}
+
+
+@pytest.mark.parametrize("data", CR_CASES.values(), ids=CR_CASES.keys())
+def test_cr_only_files_are_read_as_python_reads_them(tmp_path: Path, data: bytes):
+    compile(data, "m.py", "exec")  # Python takes it
+    path = tmp_path / "m.py"
+    path.write_bytes(data)
+    result = run(path)
+    assert result.exit_code == 0, result.output
+    after = path.read_bytes()
+    assert after == data.replace(b"F.interpolate(", b"candle_runtime.interpolate(").replace(
+        b"import torch.nn.functional as F\r", b"import torch.nn.functional as F\rimport candle_port.runtime as candle_runtime\r"
+    )
+    compile(after, "m.py", "exec")
+
+
+def test_port_check_sees_a_site_after_a_comment_in_a_cr_only_file():
+    from candle_port.api import check_source
+
+    text = CR_CASES["comment-first"].decode()
+    assert [f.code for f in check_source(text, "m.py")] == ["CP101"]
