@@ -213,3 +213,40 @@ def test_port_check_sees_a_site_after_a_comment_in_a_cr_only_file():
 
     text = CR_CASES["comment-first"].decode()
     assert [f.code for f in check_source(text, "m.py")] == ["CP101"]
+
+
+# --- what is not a plain file in a plain place ---------------------------------------------------
+
+def test_a_socket_named_like_a_module_is_not_a_regular_file(tree: Path):
+    import socket
+
+    path = tree / "x.py"
+    server = socket.socket(socket.AF_UNIX)
+    try:
+        server.bind(str(path))
+        result = run(path, tree / "model.py")
+    finally:
+        server.close()
+    assert result.exit_code == 3
+    assert error_lines(result) == [f"error: {path}: not a regular file (a socket); skipped"]
+    assert (tree / "model.py").read_text() == FIXED
+
+
+def test_a_bind_mounted_file_is_left_alone_with_its_reason(tree: Path, monkeypatch):
+    """rename(2) over a mount point is EBUSY (simulated: mounting needs privileges CI may lack)."""
+    import errno
+
+    from candle_port.rewriters import writeback
+
+    def busy(*args):
+        raise OSError(errno.EBUSY, "Device or resource busy")
+
+    monkeypatch.setattr(writeback, "_exchange", busy)
+    monkeypatch.setattr(writeback.os, "replace", busy)
+    result = run(tree)
+    assert result.exit_code == 4
+    assert error_lines(result) == [
+        f"error: {tree / 'model.py'}: not written: is a mount point (a file bind-mounted here), which cannot be "
+        "replaced atomically; left unchanged (fix the file at its source)"
+    ]
+    assert (tree / "model.py").read_text() == SITE

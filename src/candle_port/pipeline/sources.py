@@ -92,7 +92,8 @@ def read_regular_file(path: Path | str, max_bytes: int | None = None) -> tuple[b
     except IsADirectoryError:
         raise SourceError("is a directory") from None
     except OSError as exc:
-        raise SourceError(exc.strerror or str(exc)) from None
+        kind = _kind_of_unopenable(path)  # a socket cannot be opened: "No such device or address"
+        raise SourceError(f"not a regular file ({kind}); skipped" if kind else exc.strerror or str(exc)) from None
     try:
         info = os.fstat(fd)
         if stat.S_ISDIR(info.st_mode):
@@ -111,6 +112,15 @@ def read_regular_file(path: Path | str, max_bytes: int | None = None) -> tuple[b
         raise SourceError(exc.strerror or str(exc)) from None
     finally:
         os.close(fd)
+
+
+def _kind_of_unopenable(path) -> str | None:
+    """What a path that could not be opened is, when it is no regular file (a socket, a device)."""
+    try:
+        mode = os.stat(path).st_mode
+    except OSError:
+        return None
+    return None if stat.S_ISREG(mode) or stat.S_ISDIR(mode) else _kind(mode)
 
 
 def _kind(mode: int) -> str:

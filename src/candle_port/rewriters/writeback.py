@@ -170,9 +170,7 @@ def _replace(snapshot: Snapshot, real: str, fd: int, info: os.stat_result, data:
             _keep_xattrs(fd, handle.fileno())  # after chmod: a POSIX ACL sets the group bits to its mask
         if not _unchanged(snapshot, fd, real):
             raise WriteRefused(CHANGED_MEANWHILE)
-        if not _exchange(tmp, real):  # no atomic exchange here (not Linux, or the filesystem lacks it)
-            os.replace(tmp, real)
-        elif not _unchanged(snapshot, fd, tmp):
+        if _swap_in(tmp, real) and not _unchanged(snapshot, fd, tmp):
             # An edit saved in the window between the check and the exchange (an editor's rename
             # over the file, a write into it) is what came out: it goes back, untouched.
             raise WriteRefused(CHANGED_MEANWHILE)
@@ -181,6 +179,23 @@ def _replace(snapshot: Snapshot, real: str, fd: int, info: os.stat_result, data:
         raise
     _remove(tmp)  # the file as it was read, swapped out (nothing there after os.replace)
     _sync_directory(directory)
+
+
+def _swap_in(tmp: str, real: str) -> bool:
+    """Put the new file at `real`: exchanged (True: the old one is now at `tmp`) or, where the
+    system cannot exchange (not Linux, or the filesystem lacks it), replaced (False)."""
+    try:
+        if _exchange(tmp, real):
+            return True
+        os.replace(tmp, real)
+        return False
+    except OSError as exc:
+        if exc.errno == errno.EBUSY:  # a file bind-mounted over this path cannot be renamed over
+            raise WriteRefused(
+                "is a mount point (a file bind-mounted here), which cannot be replaced atomically; left unchanged "
+                "(fix the file at its source)"
+            ) from None
+        raise
 
 
 def _undo(tmp: str, real: str, ours: int) -> None:
