@@ -320,12 +320,12 @@ def test_unreadable_file_is_exit_3_and_others_fixed(tree: Path, monkeypatch):
     denied = tree / "denied.py"
     denied.write_text(SITE)
 
-    def read(path):
+    def read(path, *limit):
         if Path(path) == denied:  # chmod 000 does not stop root, so deny the read here
             from candle_port.pipeline.sources import SourceError
 
             raise SourceError("Permission denied")
-        return real_read(path)
+        return real_read(path, *limit)
 
     monkeypatch.setattr(writeback, "read_regular_file", read)
     result = run(tree)
