@@ -19,8 +19,8 @@ from candle_port.cli.entry import single_command_app
 from candle_port.cli.fix import fix_command
 
 SITE = "import torch.nn.functional as F\ny = F.interpolate(x, scale_factor=2, mode='bilinear')\n"
-FIXED = (
-    "import torch.nn.functional as F\nimport candle_port.runtime as candle_runtime\n"
+FIXED = (  # F's only use was the site: its import goes too (issue 36)
+    "import candle_port.runtime as candle_runtime\n"
     "y = candle_runtime.interpolate(x, scale_factor=2, mode='bilinear')\n"
 )
 APP = single_command_app(fix_command, "port-fix")
@@ -203,7 +203,7 @@ def test_cr_only_files_are_read_as_python_reads_them(tmp_path: Path, data: bytes
     assert result.exit_code == 0, result.output
     after = path.read_bytes()
     assert after == data.replace(b"F.interpolate(", b"candle_runtime.interpolate(").replace(
-        b"import torch.nn.functional as F\r", b"import torch.nn.functional as F\rimport candle_port.runtime as candle_runtime\r"
+        b"import torch.nn.functional as F\r", b"import candle_port.runtime as candle_runtime\r"
     )
     compile(after, "m.py", "exec")
 

@@ -39,7 +39,7 @@ def test_import_follows_sys_path_setup(tmp_path: Path):
 def test_top_level_torch_import_wins_over_one_in_a_try():
     source = (
         "import torch.nn.functional as F\ntry:\n    import torch\nexcept ImportError:\n    pass\n"
-        "y = F.interpolate(x, scale_factor=2, mode='bilinear')\n"
+        "y = F.interpolate(x, scale_factor=2, mode='bilinear')\nz = F.relu\n"
     )
     text = fix_source(source, path="m.py").text
     assert text.startswith("import torch.nn.functional as F\nimport candle_port.runtime as candle_runtime\ntry:\n")

@@ -22,8 +22,8 @@ from candle_port.rewriters import writeback
 from candle_port.rewriters.writeback import WritePolicy, WriteRefused, take_snapshot, write_back
 
 SITE = "import torch.nn.functional as F\ny = F.interpolate(x, scale_factor=2, mode='bilinear')\n"
-FIXED = (
-    "import torch.nn.functional as F\nimport candle_port.runtime as candle_runtime\n"
+FIXED = (  # F's only use was the site: its import goes too (issue 36)
+    "import candle_port.runtime as candle_runtime\n"
     "y = candle_runtime.interpolate(x, scale_factor=2, mode='bilinear')\n"
 )
 OTHER_WRITER = "# the user's own edit, made while port-fix ran\n" + SITE
@@ -61,9 +61,9 @@ def tree(tmp_path: Path) -> Path:
             id="latin1-cookie",
         ),
         pytest.param(
-            b"import torch.nn.functional as F\r\n\ny = F.interpolate(x, scale_factor=2, mode='bilinear')\r\nz = 1\n",
+            b"import torch.nn.functional as F\r\n\ny = F.interpolate(x, scale_factor=2, mode='bilinear')\r\nz = F.relu\n",
             b"import torch.nn.functional as F\r\nimport candle_port.runtime as candle_runtime\r\n\n"
-            b"y = candle_runtime.interpolate(x, scale_factor=2, mode='bilinear')\r\nz = 1\n",
+            b"y = candle_runtime.interpolate(x, scale_factor=2, mode='bilinear')\r\nz = F.relu\n",  # F still read: kept
             id="mixed-newlines",
         ),
     ],

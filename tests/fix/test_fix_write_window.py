@@ -19,8 +19,8 @@ from candle_port.rewriters import writeback
 from candle_port.rewriters.writeback import WriteRefused, take_snapshot, write_back
 
 SITE = "import torch.nn.functional as F\ny = F.interpolate(x, scale_factor=2, mode='bilinear')\n"
-FIXED = (
-    "import torch.nn.functional as F\nimport candle_port.runtime as candle_runtime\n"
+FIXED = (  # F's only use was the site: its import goes too (issue 36)
+    "import candle_port.runtime as candle_runtime\n"
     "y = candle_runtime.interpolate(x, scale_factor=2, mode='bilinear')\n"
 )
 EDITOR_SAVE = "# saved by the user's editor while port-fix wrote\n" + SITE

@@ -24,7 +24,7 @@ from candle_port.pipeline.checker import findings_for_scan, harmless_without_gra
 from candle_port.config import Config
 from candle_port.pipeline.findings import FileError
 from candle_port.pipeline.prefilter import may_hold_sites
-from candle_port.rewriters import exact_type, imports, strategies
+from candle_port.rewriters import exact_type, imports, strategies, unused_imports
 from candle_port.rewriters.results import Fixed, FixError, FixResult, Refused, Skipped, Unfixable
 from candle_port.rewriters.splice import splice
 from candle_port.rewriters.strategies import CONVTRANSPOSE, NEAREST, RUNTIME, STRATEGIES
@@ -135,6 +135,7 @@ def fix_text(
         result.fixed.clear()
         result.import_added = None
         return result
+    new_text, result.imports_removed = unused_imports.remove_made_unused(tree, new_text)
     problem = _verify(new_text, path, config, strategy, result)
     if problem is not None and not _compiles(text, path):
         # libcst reads newer syntax than the running Python compiles: not a port-fix bug.
@@ -144,11 +145,13 @@ def fix_text(
         )
         result.fixed.clear()
         result.import_added = None
+        result.imports_removed = []
         return result
     if problem is not None:
         result.error = FileError(path, f"internal error, file left unchanged: {problem}")
         result.fixed.clear()
         result.import_added = None
+        result.imports_removed = []
         return result
     result.text = new_text
     return result
