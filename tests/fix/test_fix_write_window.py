@@ -215,3 +215,15 @@ def test_a_file_name_of_up_to_255_bytes_is_fixed(tmp_path: Path, length: int):
     result = run(tmp_path)
     assert result.exit_code == 0, result.output
     assert path.read_text() == FIXED and temp_files(tmp_path) == []
+
+
+def test_another_languages_writer_passes_its_own_check(tmp_path: Path):
+    """The Rust fixer shares this write path: its bytes are not Python, so it brings its own check."""
+    path = tmp_path / "lib.rs"
+    path.write_text("fn main() {}\n")
+    with pytest.raises(writeback.WriteFailed, match="does not parse"):
+        write_back(take_snapshot(str(path)), b"fn main() { let x = 1; }\n")
+    assert path.read_text() == "fn main() {}\n"
+    seen = []
+    write_back(take_snapshot(str(path)), b"fn main() { let x = 1; }\n", check=lambda data, name: seen.append(name))
+    assert path.read_text() == "fn main() { let x = 1; }\n" and seen == [str(path)]

@@ -104,9 +104,13 @@ def check_compiles(data: bytes, path: str) -> None:
         raise WriteFailed(f"the new text does not parse, file left unchanged: {exc}") from None
 
 
-def write_back(snapshot: Snapshot, data: bytes, policy: WritePolicy = WritePolicy()) -> None:
-    """Replace the snapshot's file with `data`, or raise and leave it exactly as it is."""
-    check_compiles(data, snapshot.path)
+def write_back(snapshot: Snapshot, data: bytes, policy: WritePolicy = WritePolicy(), check=check_compiles) -> None:
+    """Replace the snapshot's file with `data`, or raise and leave it exactly as it is.
+
+    `check(data, path)` raises WriteFailed when the new bytes must not be written: by default they
+    must compile as Python; a writer of another language (Rust sources) passes its own.
+    """
+    check(data, snapshot.path)
     real = os.path.realpath(snapshot.path)
     if real != snapshot.real:
         raise WriteRefused("changed on disk since port-fix read it (the path now points elsewhere); rerun port-fix")
