@@ -10,10 +10,13 @@ A file is read once into a Snapshot (its bytes, identity and a hash). Writing it
    refused, not rewritten in place), not read-only (unless `force_read_only`), and, when it was
    reached through a symlink, the target must lie inside the paths port-fix was given;
 4. the bytes go to a temporary file in the same directory, are fsynced, get the original's mode,
-   owner and group, and replace the file with os.replace. Any failure, KeyboardInterrupt
-   included, removes the temporary file and leaves the original as it was. A worker killed
-   meanwhile (SIGKILL) cannot: its temporary file carries the run's tag, and the run removes it
-   once its workers have exited (remove_temp_files).
+   owner, group, extended attributes and POSIX ACLs, and are swapped with the file atomically
+   (renameat2's RENAME_EXCHANGE; os.replace where the system has no exchange). The file the swap
+   took out is compared with the snapshot once more: an editor's save that landed between the
+   last check and the swap goes back, untouched, and the write is refused. Any failure,
+   KeyboardInterrupt included, leaves the original as it was and no temporary file. A worker
+   killed meanwhile (SIGKILL) cannot clean up: its temporary file carries the run's tag, and the
+   run removes it once its workers have exited (remove_temp_files).
 
 WriteRefused means the file was left alone to protect it (exit 4); WriteFailed and OSError mean it
 could not be written (exit 3).
