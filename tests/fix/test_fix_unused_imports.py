@@ -90,6 +90,13 @@ REWRITTEN = {
 }
 
 
+def test_a_packages_init_keeps_its_imports_they_may_be_re_exports():
+    before = "from torch.nn import Upsample\nup = Upsample(scale_factor=2, mode='bilinear')\n"
+    result = fix_source(before, path="pkg/__init__.py")
+    assert result.fixed and result.text.startswith("from torch.nn import Upsample\n") and not result.imports_removed
+    assert not fix_source(before, path="pkg/layers.py").text.startswith("from torch.nn import Upsample\n")
+
+
 @pytest.mark.parametrize(("before", "after"), REWRITTEN.values(), ids=REWRITTEN.keys())
 def test_imports_the_fix_made_unused_are_removed(before: str, after: str):
     result = fix_source(before, path="m.py")

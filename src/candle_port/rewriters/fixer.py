@@ -135,7 +135,7 @@ def fix_text(
         result.fixed.clear()
         result.import_added = None
         return result
-    new_text, result.imports_removed = unused_imports.remove_made_unused(tree, new_text)
+    new_text, result.imports_removed = unused_imports.remove_made_unused(tree, new_text, path)
     problem = _verify(new_text, path, config, strategy, result)
     if problem is not None and not _compiles(text, path):
         # libcst reads newer syntax than the running Python compiles: not a port-fix bug.

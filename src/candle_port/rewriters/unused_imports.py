@@ -18,8 +18,14 @@ import re
 _LINE_END = re.compile(r"\r\n|\r|\n")
 
 
-def remove_made_unused(original_tree: ast.Module, new: str) -> tuple[str, list[str]]:
-    """`new` without the torch imports the fix made unused, and the names whose import went."""
+def remove_made_unused(original_tree: ast.Module, new: str, path: str = "<string>") -> tuple[str, list[str]]:
+    """`new` without the torch imports the fix made unused, and the names whose import went.
+
+    Not in a package's `__init__.py`: an import there is often a re-export (`from pkg import
+    Upsample`) that no code of the module itself reads.
+    """
+    if path.replace("\\", "/").rsplit("/", 1)[-1] == "__init__.py":
+        return new, []
     try:
         new_tree = compile(new, "<fixed>", "exec", ast.PyCF_ONLY_AST, dont_inherit=True)
     except (SyntaxError, ValueError, RecursionError, MemoryError):
