@@ -289,6 +289,15 @@ def _kind(value) -> str:
     return names.get(type(value), f"a {type(value).__name__}")
 
 
+def _list_kind(value) -> str:
+    """_kind, and for an array the kind of its first element that is no string."""
+    if isinstance(value, list):
+        bad = next((v for v in value if not isinstance(v, str)), None)
+        if bad is not None:
+            return f"an array holding {_kind(bad)}"
+    return _kind(value)
+
+
 def load_config(path: Path | None = None, start: Path | None = None) -> Config:
     """Read `path`, or the nearest pyproject.toml above `start` (default: cwd); defaults if none."""
     if path is None:
@@ -316,7 +325,7 @@ def config_from_table(table: dict, path: Path) -> Config:
         if value is None:
             return None
         if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
-            raise ConfigError(f"{path}: {key} must be a list of rule codes, not {_kind(value)}")
+            raise ConfigError(f"{path}: {key} must be a list of rule codes, not {_list_kind(value)}")
         result = tuple(v.upper() for v in value)
         if key == "select" and not result:
             raise ConfigError(f"{path}: select is empty, so no rule would run; remove it to run every rule")
@@ -333,7 +342,7 @@ def config_from_table(table: dict, path: Path) -> Config:
         raise ConfigError(f"{path}: per-file-ignores must be a table of glob = [codes], not {_kind(pfi)}")
     for glob, value in pfi.items():
         if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
-            raise ConfigError(f"{path}: per-file-ignores {glob!r} must be a list of rule codes, not {_kind(value)}")
+            raise ConfigError(f"{path}: per-file-ignores {glob!r} must be a list of rule codes, not {_list_kind(value)}")
     changes["per_file_ignores"] = tuple((glob, tuple(c.upper() for c in v)) for glob, v in pfi.items())
     for glob, pfi_codes in changes["per_file_ignores"]:
         check_codes(pfi_codes, f"{path}: per-file-ignores {glob!r}")
@@ -358,5 +367,5 @@ def _strings(table: dict, key: str, path: Path) -> tuple[str, ...] | None:
     if value is None:
         return None
     if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
-        raise ConfigError(f"{path}: {key} must be a list of strings, not {_kind(value)}")
+        raise ConfigError(f"{path}: {key} must be a list of strings, not {_list_kind(value)}")
     return tuple(value)

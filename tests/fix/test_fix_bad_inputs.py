@@ -71,11 +71,11 @@ def test_a_huge_config_file_is_refused(tree: Path):
 
 WRONG_TYPES = {
     "per-file-ignores-number": ('[tool.candle-port]\nper-file-ignores = {"a.py" = 3}\n', "per-file-ignores 'a.py' must be a list of rule codes, not an integer"),
-    "per-file-ignores-numbers": ('[tool.candle-port]\nper-file-ignores = {"a.py" = [1, 2]}\n', "per-file-ignores 'a.py' must be a list of rule codes, not an array"),
+    "per-file-ignores-numbers": ('[tool.candle-port]\nper-file-ignores = {"a.py" = [1, 2]}\n', "per-file-ignores 'a.py' must be a list of rule codes, not an array holding an integer"),
     "per-file-ignores-string": ('[tool.candle-port]\nper-file-ignores = "x"\n', "per-file-ignores must be a table of glob = [codes], not a string"),
     "candle-port-integer": ("[tool]\ncandle-port = 1\n", "[tool] candle-port must be a table ([tool.candle-port]), not an integer"),
     "tool-string": ('tool = "x"\n# candle-port\n', "tool must be a table ([tool]), not a string"),
-    "exclude-nested": ("[tool.candle-port]\nexclude = " + "[" * 300 + "]" * 300 + "\n", "exclude must be a list of strings, not an array"),
+    "exclude-nested": ("[tool.candle-port]\nexclude = " + "[" * 300 + "]" * 300 + "\n", "exclude must be a list of strings, not an array holding an array"),
     "select-empty": ("[tool.candle-port]\nselect = []\n", "select is empty, so no rule would run; remove it to run every rule"),
     "cache-dir-number": ("[tool.candle-port]\ncache-dir = 3\n", "cache-dir must be a string (a directory), not an integer"),
 }
