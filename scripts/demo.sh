@@ -13,4 +13,5 @@ echo; echo "== candle-port verify examples/unet.py:UNet --input-shape 1,3,32,32"
 "$bin/candle-port" verify examples/unet.py:UNet --input-shape 1,3,32,32
 echo; echo "== examples/train_both.py: the fixed example trained in torch and in candle, 20 SGD steps side by side"
 # Builds examples/unet-candle with cargo (without cargo it says how to get Rust and runs the torch part).
+echo "(the first run builds examples/unet-candle and candle with cargo: about 15 minutes on 2 cores; cargo's progress follows)"
 "$bin/python" examples/train_both.py --steps 20

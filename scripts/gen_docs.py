@@ -1,6 +1,6 @@
 """Write the documentation site's rule pages (docs/rules/) from the rule classes.
 
-Each rule class (src/candle_port/rules/cp*.py) holds its code, severity, summary, why, candle
+Each rule class (src/candle_port/rules/cp*.py, and the Rust rules in src/candle_port/rust_rules/) holds its code, severity, summary, why, candle
 source, by-hand fix hint and the examples that tests/test_rule_examples.py runs; this script turns
 them into docs/rules/index.md and one page per code, with the message port-check prints for each
 reported example. tests/test_docs.py fails when the committed pages differ from what this writes.
@@ -34,10 +34,20 @@ def _fixed_by(code: str) -> list[str]:
     return [strategy for strategy, codes in FIXED_CODES.items() if code in codes]
 
 
-def _reported(example: str, code: str) -> list[str]:
-    from candle_port.api import check_source
+def _reported(example: str, code: str, rust: bool = False) -> list[str]:
+    if rust:
+        from candle_port.rust.checker import check_rust_source
 
-    return [f"{f.line}:{f.column}: {f.code} {f.message}" for f in check_source(example, "model.py") if f.code == code]
+        found = check_rust_source(example, "model.rs", candle_version="0.11.0").findings
+    else:
+        from candle_port.api import check_source
+
+        found = check_source(example, "model.py")
+    return [f"{f.line}:{f.column}: {f.code} {f.message}" for f in found if f.code == code]
+
+
+def _is_rust(rule) -> bool:
+    return type(rule).__module__.startswith("candle_port.rust_rules.")
 
 
 def _block(lang: str, text: str) -> str:
@@ -45,6 +55,8 @@ def _block(lang: str, text: str) -> str:
 
 
 def rule_page(rule) -> str:
+    rust = _is_rust(rule)
+    language, shown_file = ("rust", "model.rs") if rust else ("python", "model.py")
     fixes = _fixed_by(rule.code)
     severity = rule.default_severity.value + (f"; {rule.severity_note}" if rule.severity_note else "")
     lines = [
@@ -63,14 +75,16 @@ def rule_page(rule) -> str:
         lines.append("\n`nearest` and `convtranspose` rewrite only a literal `'bilinear'` with an integer, "
                      "uniform scale; each finding's `[fix: ...]` lists the strategies that apply at that site.")
     lines.append("\n## Reported\n")
+    if rust:
+        lines.append("Judged at candle 0.11.0 (`--candle-version 0.11.0`); see [port-check on candle code](../rust.md).\n")
     for example in rule.INVALID:
-        lines.append(_block("python", example))
-        found = _reported(example, rule.code)
+        lines.append(_block(language, example))
+        found = _reported(example, rule.code, rust)
         if found:
-            lines.append(_block("text", "\n".join(f"model.py:{line}" for line in found)))
+            lines.append(_block("text", "\n".join(f"{shown_file}:{line}" for line in found)))
     lines.append("## Not reported\n")
     for example in rule.VALID:
-        lines.append(_block("python", example))
+        lines.append(_block(language, example))
     lines.append(f"`candle-port rules {rule.code}` prints this in the terminal.")
     return "\n".join(lines) + "\n"
 
@@ -87,7 +101,9 @@ def index_page(rules) -> str:
         + "candle's source), its severity, which port-fix strategies rewrite it, and the examples the\n"
         + "test suite runs: what is reported (with port-check's message) and what is not.\n\n"
         + "\n".join(rows)
-        + "\n\nSeverities can be changed per code in the [configuration](../configuration.md);\n"
+        + "\n\nCP1xx rules read Python (PyTorch) source; CP2xx rules read Rust (candle) source:\n"
+        + "[port-check on candle code](../rust.md).\n"
+        + "\nSeverities can be changed per code in the [configuration](../configuration.md);\n"
         + "`candle-port rules` lists the same table in the terminal.\n"
     )
 
@@ -95,8 +111,9 @@ def index_page(rules) -> str:
 def pages() -> dict[Path, str]:
     sys.path.insert(0, str(ROOT / "src"))
     from candle_port.rules import all_rules
+    from candle_port.rust_rules import all_rust_rules
 
-    rules = all_rules()
+    rules = all_rules() + all_rust_rules()
     out = {RULES_DIR / "index.md": index_page(rules)}
     for rule in rules:
         out[RULES_DIR / f"{rule.code}.md"] = rule_page(rule)

@@ -11,6 +11,10 @@ if [ -f "$fetch" ]; then
   PATH="$venv/bin:$PATH" bash "$fetch" "$corpus" 2>&1 | grep -v '^WARNING: Location' || true
 fi
 export CANDLE_PORT_CORPUS=$corpus
+# Crates built on candle, for port-check on Rust (tests/test_rust_corpus.py).
+rust_corpus=${CANDLE_PORT_RUST_CORPUS:-.corpus-rust}
+bash scripts/fetch_rust_corpus.sh "$rust_corpus" || echo "note: the Rust corpus could not be fetched" >&2
+export CANDLE_PORT_RUST_CORPUS=$rust_corpus
 if command -v cargo >/dev/null; then
   bash scripts/rust-check.sh
 elif [ -n "${CANDLE_PORT_REQUIRE_CARGO:-}" ]; then

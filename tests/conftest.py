@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import faulthandler
 import json
 import os
 import subprocess
@@ -79,3 +80,24 @@ def modules_loaded_by(
     last = done.stdout.strip().splitlines()[-1]
     assert last.startswith("loaded: "), done.stdout
     return ast.literal_eval(last[len("loaded: ") :]), done
+
+
+@pytest.fixture(autouse=True)
+def _crash_dumps_captured(request):
+    """Tests marked ``crashes_workers`` kill a worker with SIGSEGV on purpose. Forked workers inherit
+    pytest's faulthandler, which writes "Fatal Python error: Segmentation fault" and a traceback to
+    a copy of the real stderr, past the capture, into the log of every run. For those tests it
+    writes to fd 2, which pytest captures (shown only if the test fails); then back to pytest's."""
+    if request.node.get_closest_marker("crashes_workers") is None or not faulthandler.is_enabled():
+        yield
+        return
+    faulthandler.enable(file=2)
+    try:
+        yield
+    finally:
+        try:
+            from _pytest.faulthandler import fault_handler_stderr_fd_key
+
+            faulthandler.enable(file=request.config.stash[fault_handler_stderr_fd_key])
+        except (ImportError, KeyError):
+            faulthandler.enable(file=sys.__stderr__)

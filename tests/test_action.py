@@ -1,7 +1,8 @@
 """action.yml's scripts, run as GitHub Actions runs a composite action: each step's `run:` with
 its `env:` evaluated from the inputs (defaults or given) and the `github` context. The install
-step installs from a file:// clone of this checkout at the tag (pip's target directory instead of
-the runner's Python, so the test's own environment is untouched)."""
+step installs from `github.action_path`, here this checkout's HEAD unpacked without `.git` as the
+runner unpacks an action at the ref in `uses:` (into pip's target directory instead of the
+runner's Python, so the test's own environment is untouched)."""
 
 from __future__ import annotations
 
@@ -16,11 +17,11 @@ import pytest
 import yaml
 
 import candle_port
-from tests.test_precommit import tagged_clone
 
 ROOT = Path(__file__).resolve().parents[1]
 ACTION = yaml.safe_load((ROOT / "action.yml").read_text(encoding="utf-8"))
 MODEL = "import torch.nn.functional as F\n\n\ndef head(x):\n    return F.interpolate(x, scale_factor=2, mode='bilinear')\n"
+RUST = "use candle::Tensor;\n\nfn up(xs: &Tensor) -> candle::Result<Tensor> {\n    xs.upsample_bilinear2d(64, 64, false)\n}\n"
 
 
 def _evaluate(value: str, inputs: dict, github: dict) -> str:
@@ -44,9 +45,14 @@ def _run_step(step: dict, inputs: dict, github: dict, cwd: Path, env: dict) -> s
 def installed(tmp_path_factory):
     """The install step, run once; returns the environment later steps run in."""
     work = tmp_path_factory.mktemp("action")
-    tag = ACTION["inputs"]["version"]["default"]
-    assert tag == f"v{candle_port.__version__}", "the action's default version is not this release's tag"
-    clone = tagged_clone(work / "candle-port", tag)
+    # The version is the ref in `uses:`: no input names another one, and nothing reads
+    # github.action_repository (empty in composite actions, actions/runner#2525).
+    assert "version" not in ACTION["inputs"]
+    assert "github.action_repository }}" not in (ROOT / "action.yml").read_text(encoding="utf-8")
+    clone = work / "candle-port"
+    clone.mkdir()
+    archive = subprocess.run(["git", "archive", "--format=tar", "HEAD"], cwd=ROOT, capture_output=True, check=True).stdout
+    subprocess.run(["tar", "-x", "-C", str(clone)], input=archive, check=True)
     target = work / "site"
     env = {
         **os.environ,
@@ -56,8 +62,7 @@ def installed(tmp_path_factory):
         # build backend) from the test's environment.
         "PIP_TARGET": str(target), "PIP_NO_DEPS": "1", "PIP_NO_BUILD_ISOLATION": "0",
     }
-    github = {"action_path": str(clone), "action_repository": clone.name,
-              "server_url": clone.parent.as_uri(), "workspace": str(work)}
+    github = {"action_path": str(clone), "workspace": str(work)}
     install = ACTION["runs"]["steps"][0]
     done = _run_step(install, {}, github, work, env)
     assert done.returncode == 0, done.stdout + done.stderr
@@ -66,6 +71,10 @@ def installed(tmp_path_factory):
     project = work / "project"
     (project / "src").mkdir(parents=True)
     (project / "src" / "model.py").write_text(MODEL)
+    rust = project / "crate"
+    (rust / "src").mkdir(parents=True)
+    (rust / "Cargo.toml").write_text('[package]\nname = "demo"\nversion = "0.1.0"\n\n[dependencies]\ncandle-core = "0.11.0"\n')
+    (rust / "src" / "lib.rs").write_text(RUST)
     return env, github, project
 
 
@@ -82,6 +91,14 @@ def test_github_annotations_fail_the_step_on_an_error(installed, tmp_path):
     done, _ = _check(installed, {"paths": "src/"}, tmp_path)
     assert done.returncode == 1, done.stdout + done.stderr
     assert done.stdout.startswith("::error title=candle-port (CP101),file=src/model.py,line=5,")
+
+
+@pytest.mark.slow
+def test_a_rust_crate_is_annotated_too(installed, tmp_path):
+    done, _ = _check(installed, {"paths": "crate/"}, tmp_path)
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert done.stdout.startswith("::error title=candle-port (CP204),file=crate/src/lib.rs,line=4,col=8,"), done.stdout
+    assert "candle 0.11.0 (Cargo.toml)" in done.stdout
 
 
 @pytest.mark.slow

@@ -224,7 +224,7 @@ def test_missing_path_reported_others_checked(tmp_path):
 def test_directory_without_python_files(tmp_path):
     (tmp_path / "notes.txt").write_text("interpolate")
     done = run_tool(str(tmp_path))
-    assert done.returncode == 0 and "no Python files found" in done.stderr.decode()
+    assert done.returncode == 0 and "no Python or Rust files found" in done.stderr.decode()
 
 
 @pytest.mark.skipif(sys.platform == "win32", reason="symlinks")

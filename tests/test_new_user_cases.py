@@ -143,9 +143,9 @@ def test_a_directory_with_no_python_files_is_a_warning_for_both_commands(tmp_pat
     (tmp_path / "code").mkdir()
     (tmp_path / "code" / "m.py").write_text("x = 1\n")
     done = run_tool(str(tmp_path / "empty"), tool=command)
-    assert done.returncode == 0 and f"no Python files found under {tmp_path / 'empty'}" in done.stderr.decode()
+    assert done.returncode == 0 and f"no Python or Rust files found under {tmp_path / 'empty'}" in done.stderr.decode()
     done = run_tool(str(tmp_path / "code"), tool=command)
-    assert done.returncode == 0 and "no Python files" not in done.stderr.decode()
+    assert done.returncode == 0 and "files found under" not in done.stderr.decode()
 
 
 @pytest.mark.parametrize(

@@ -26,7 +26,7 @@ def _help_text() -> str:
 
     runner = CliRunner()
     texts = []
-    for command in ("check", "fix", "verify", "rules"):
+    for command in ("check", "fix", "verify", "rules", "reference", "compare"):
         result = runner.invoke(app, [command, "--help"], env={"COLUMNS": "200", "TERM": "dumb"})
         texts.append(result.output)
     return "\n".join(texts)
@@ -47,13 +47,14 @@ def _readme_cli_flags() -> set[str]:
 
 
 def _bench_flags() -> str:
-    return "\n".join(p.read_text(encoding="utf-8") for p in (ROOT / "bench").glob("*.py"))
+    """The sources of the benchmark and maintenance scripts (bench/, scripts/), whose flags the docs name."""
+    return "\n".join(p.read_text(encoding="utf-8") for d in ("bench", "scripts") for p in (ROOT / d).glob("*.py"))
 
 
 @pytest.mark.parametrize("flag", sorted(_readme_cli_flags()))
 def test_every_readme_flag_exists_and_is_exercised_by_a_test(flag):
     if f'"{flag}"' in _bench_flags():
-        return  # a flag of a benchmark script (README "Speed"): it exists there
+        return  # a flag of a benchmark or maintenance script (README "Speed", gen_optable.py): it exists there
     run_main = (ROOT / "crates" / "candle-port-run" / "src" / "main.rs").read_text(encoding="utf-8")
     in_run = f'"{flag}"' in run_main  # a flag of the Rust executor, candle-port-run
     assert in_run or flag in _help_text(), f"{flag} is in the README but no command accepts it"

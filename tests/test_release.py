@@ -37,17 +37,17 @@ def test_package_and_crates_share_one_version():
     assert ours == {"candle-port-ops": version, "candle-port-run": version, "unet-candle": version}
 
 
-def test_changelog_has_this_version_and_the_hook_snippets_pin_its_tag():
+def test_changelog_has_this_version_and_the_snippets_install_from_main():
+    """Tags do not travel with what lands on main, so the snippets a user copies name `main` (true
+    in every clone of it); a release tag is only offered as an alternative in the prose."""
     version = _version()
     assert f"\n## {version}\n" in (ROOT / "CHANGELOG.md").read_text(encoding="utf-8")
     for path in (ROOT / ".pre-commit-hooks.yaml", ROOT / "docs" / "pre-commit.md"):
-        revs = re.findall(r"rev: (\S+)", path.read_text(encoding="utf-8"))
-        assert revs and set(revs) == {f"v{version}"}, (path, revs)
-    # The action and git-URL install snippets pin the same tag.
-    for path in (ROOT / "docs" / "ci.md", ROOT / "docs" / "install.md", ROOT / "README.md", ROOT / "action.yml"):
-        tags = re.findall(r"candle-port@(v[\d.]+)|default: (v[\d.]+)|at the tag `(v[\d.]+)`", path.read_text(encoding="utf-8"))
-        found = {t for group in tags for t in group if t}
-        assert found and found == {f"v{version}"}, (path, found)
+        revs = re.findall(r"^\s*#?\s*rev: (\S+)", path.read_text(encoding="utf-8"), flags=re.M)
+        assert revs and set(revs) == {"main"}, (path, revs)
+    for path in (ROOT / "docs" / "ci.md", ROOT / "docs" / "install.md", ROOT / "action.yml"):
+        refs = set(re.findall(r"candle-port@(\S+?)[\"\s]", path.read_text(encoding="utf-8")))
+        assert refs == {"main"}, (path, refs)
 
 
 @pytest.mark.slow

@@ -5,9 +5,14 @@ from __future__ import annotations
 import os
 import signal
 
+import pytest
+
 from candle_port.config import Config
 from candle_port.pipeline.engine import check_paths
 from candle_port.pipeline.parallel import Interrupted, map_files
+
+# Workers die by SIGSEGV on purpose here: their crash dumps stay in each test's output.
+pytestmark = pytest.mark.crashes_workers
 
 BILINEAR = "import torch.nn.functional as F\ny = F.interpolate(x, scale_factor=2, mode='bilinear')\n"
 

@@ -31,7 +31,7 @@ from safetensors.torch import save_file
 
 HERE = Path(__file__).resolve().parent
 DEFAULT_OUT = HERE.parents[1] / "crates" / "candle-port-ops" / "tests" / "vectors"
-FAMILIES = ("interpolate", "pooling", "native", "grid", "transposed_conv", "volumetric", "conv1d")
+FAMILIES = ("interpolate", "pooling", "native", "grid", "transposed_conv", "volumetric", "conv1d", "norm")
 DTYPES = {"float32": torch.float32, "float64": torch.float64}
 FORMAT = {"format": "candle-port-vectors", "version": 1}
 

@@ -1,7 +1,8 @@
 """`[tool.candle-port]` in the nearest pyproject.toml, merged with command-line options.
 
 Keys: select, ignore, exclude, extend-exclude, per-file-ignores, severity (code -> error|warning),
-strategy (port-fix's default). Codes match by prefix, like ruff: "CP1" selects CP101..CP105.
+strategy (port-fix's default), candle-version (the candle release Rust files are judged against,
+over what their Cargo.lock says). Codes match by prefix, like ruff: "CP1" selects CP101..CP105.
 """
 
 from __future__ import annotations
@@ -35,7 +36,7 @@ DEFAULT_EXCLUDE = (
     ".ruff_cache",
     ".candle_port_cache",
 )
-KNOWN_KEYS = {"select", "ignore", "exclude", "extend-exclude", "per-file-ignores", "severity", "strategy", "cache-dir"}
+KNOWN_KEYS = {"select", "ignore", "exclude", "extend-exclude", "per-file-ignores", "severity", "strategy", "cache-dir", "candle-version"}
 
 
 class ConfigError(Exception):
@@ -47,22 +48,26 @@ def unknown_codes(codes: tuple[str, ...]) -> list[str]:
 
     A typo in select/ignore would otherwise select nothing and report "no findings" silently.
     """
-    from candle_port.rules import rule_codes
-
-    known = rule_codes()
+    known = _known_codes()
     return [code for code in codes if not any(k.startswith(code) for k in known)]
 
 
 def check_codes(codes: tuple[str, ...], where: str, exact: bool = False) -> None:
     """ConfigError naming each unknown code in `codes` and the known ones (`exact`: no prefixes)."""
-    from candle_port.rules import rule_codes
-
     bad = unknown_codes(codes)
     if exact:
-        bad = [code for code in codes if code not in rule_codes()]
+        bad = [code for code in codes if code not in _known_codes()]
     if bad:
-        known = ", ".join(rule_codes())
+        known = ", ".join(_known_codes())
         raise ConfigError(f"{where}: unknown rule code(s) {', '.join(bad)} (known: {known}, or a prefix such as CP1)")
+
+
+def _known_codes() -> tuple[str, ...]:
+    """The Python rules' codes (CP1xx) and the Rust rules' (CP2xx), from module names only."""
+    from candle_port.rules import rule_codes
+    from candle_port.rust_rules import rust_rule_codes
+
+    return rule_codes() + rust_rule_codes()
 
 
 class Config(Record):
@@ -80,6 +85,7 @@ class Config(Record):
         "strategy",
         "cache_dir",
         "include_no_grad",
+        "candle_version",
         "root",
         "source",
     )
@@ -96,6 +102,7 @@ class Config(Record):
         strategy: str = "runtime",
         cache_dir: str | None = None,
         include_no_grad: bool = False,
+        candle_version: str | None = None,
         root: Path | None = None,
         source: Path | None = None,
     ) -> None:
@@ -108,6 +115,7 @@ class Config(Record):
         self.strategy = strategy
         self.cache_dir = cache_dir
         self.include_no_grad = include_no_grad
+        self.candle_version = candle_version
         self.root = root
         self.source = source
 
@@ -142,6 +150,7 @@ class Config(Record):
             "ignore": self.ignore,
             "per_file_ignores": self.per_file_ignores,
             "severity": self.severity,
+            "candle_version": self.candle_version,
         }
         import json  # here: only a run with the cache needs the fingerprint
 
@@ -355,6 +364,8 @@ def config_from_table(table: dict, path: Path) -> Config:
         if not isinstance(table["strategy"], str) or table["strategy"] not in ("runtime", "nearest", "convtranspose"):
             raise ConfigError(f"{path}: strategy must be runtime, nearest or convtranspose")
         changes["strategy"] = table["strategy"]
+    if "candle-version" in table:
+        changes["candle_version"] = check_candle_version(table["candle-version"], f"{path}: candle-version")
     if "cache-dir" in table:
         if not isinstance(table["cache-dir"], str):
             raise ConfigError(f"{path}: cache-dir must be a string (a directory), not {_kind(table['cache-dir'])}")
@@ -369,3 +380,12 @@ def _strings(table: dict, key: str, path: Path) -> tuple[str, ...] | None:
     if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
         raise ConfigError(f"{path}: {key} must be a list of strings, not {_list_kind(value)}")
     return tuple(value)
+
+
+def check_candle_version(value: object, where: str) -> str:
+    """`value` as an X.Y.Z candle version, or ConfigError naming `where`."""
+    text = str(value).strip()
+    parts = text.split(".")
+    if len(parts) != 3 or not all(part.isdigit() for part in parts):
+        raise ConfigError(f"{where}: {text!r} is not a candle version (X.Y.Z, e.g. 0.11.0)")
+    return text

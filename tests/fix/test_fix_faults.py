@@ -23,6 +23,9 @@ from candle_port.cli.entry import single_command_app
 from candle_port.cli.fix import fix_command
 from candle_port.rewriters import writeback
 
+# Workers die by SIGSEGV on purpose here: their crash dumps stay in each test's output.
+pytestmark = pytest.mark.crashes_workers
+
 SITE = "import torch.nn.functional as F\ny = F.interpolate(x, scale_factor=2, mode='bilinear')\n"
 APP = single_command_app(fix_command, "port-fix")
 

@@ -21,7 +21,8 @@ VECTORS = ROOT / "crates" / "candle-port-ops" / "tests" / "vectors"
 # The same bounds as the crate's tests (crates/candle-port-ops/tests/common/mod.rs).
 REL_TOL = {"float32": 1e-5, "float64": 1e-10}
 # The families whose cases the runtime is checked on here (every family of make_vectors.FAMILIES is
-# also regenerated and compared below): forward output, indices and every stored gradient.
+# also regenerated and compared below): forward output, indices and every stored gradient. The norm
+# family is the crate's alone (torch's own LayerNorm/RMSNorm train; only candle-nn's do not).
 RUNTIME_FAMILIES = ("interpolate", "pooling", "native", "grid", "transposed_conv", "volumetric", "conv1d")
 
 

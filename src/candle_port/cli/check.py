@@ -25,6 +25,13 @@ def run_check(options: argparse.Namespace) -> int:
     """Find every construct that candle cannot train (bilinear upsampling, grid_sample, ...)."""
     paths, output_format = options.paths or ["."], options.output_format
     settings = effective_config(options.config, paths, options.select, options.ignore)
+    if options.candle_version is not None:
+        from candle_port.config import ConfigError, check_candle_version
+
+        try:
+            settings = settings.replace(candle_version=check_candle_version(options.candle_version, "--candle-version"))
+        except ConfigError as exc:
+            fail_usage(str(exc))
     from candle_port.pipeline.engine import CheckReport, check_paths
 
     report = CheckReport()
@@ -45,7 +52,7 @@ def run_check(options: argparse.Namespace) -> int:
 
         print_file_errors(stderr, report.errors)
     for directory in report.empty_directories:
-        stderr.print(f"[yellow]warning[/yellow]: no Python files found under {escape(directory)}", highlight=False, soft_wrap=True)
+        stderr.print(f"[yellow]warning[/yellow]: no Python or Rust files found under {escape(directory)}", highlight=False, soft_wrap=True)
     if not options.quiet:
         from candle_port.output.text import summary
 
@@ -61,6 +68,11 @@ def _check_stdin(filename: str, settings) -> FileResult:
     from candle_port.pipeline.checker import check_text
     from candle_port.pipeline.findings import FileError
 
+    if filename.endswith(".rs"):
+        from candle_port.rust.cargo import context_for
+        from candle_port.rust.checker import check_rust_bytes
+
+        return check_rust_bytes(read_stdin_bytes(), filename, settings, context_for(filename, settings.candle_version))
     try:
         source = decode_source(read_stdin_bytes())
     except SourceError as exc:

@@ -88,6 +88,11 @@ def parser(prog: str) -> argparse.ArgumentParser:
     configuration.add_argument("--stdin-filename", help=HELP["stdin_filename"])
     configuration.add_argument("--no-cache", action="store_true", help="Neither read nor write the results cache.")
     configuration.add_argument("--cache-dir", help=f"Where to keep the results cache (default: {DEFAULT_CACHE_DIR}).")
+    configuration.add_argument(
+        "--candle-version",
+        metavar="X.Y.Z",
+        help="Judge Rust files against this candle release instead of the one their Cargo.lock (or Cargo.toml) names.",
+    )
     configuration.add_argument("-j", "--jobs", type=_jobs, help=HELP["jobs"])
     return p
 

@@ -75,6 +75,15 @@ def fix_command(
         bool,
         typer.Option("--include-no-grad", help="Also rewrite sites under torch.no_grad() / torch.inference_mode() (left alone by default: no gradient flows there).", rich_help_panel=common.CONFIGURATION),
     ] = False,
+    ops_crate: Annotated[
+        Optional[str],
+        typer.Option(
+            "--ops-crate",
+            help="Where Rust code rewritten to candle-port-ops gets that crate: a directory (a path dependency in Cargo.toml) "
+            "or a version requirement. Default: this installation's crates/candle-port-ops when it has one, else its version.",
+            rich_help_panel=common.CONFIGURATION,
+        ),
+    ] = None,
     jobs: common.Jobs = None,
     quiet: common.Quiet = False,
     version: common.VersionOption = None,
@@ -111,7 +120,9 @@ def fix_command(
         stop = _StopSignals()  # Ctrl-C, SIGTERM, SIGHUP: stop once, report what was written
         try:
             try:
-                report = fix_files(paths, chosen, settings, write=write, vendor=vendor, jobs=jobs, force_read_only=force_read_only)
+                report = fix_files(
+                    paths, chosen, settings, write=write, vendor=vendor, jobs=jobs, force_read_only=force_read_only, ops_crate=ops_crate
+                )
             except (OSError, VendorError, WriteFailed, WriteRefused) as exc:
                 reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
                 common.fail_usage(f"cannot write the vendored runtime, no file was changed: {reason}")
@@ -255,7 +266,7 @@ def _summarize(report, strategy: str, output_format: SummaryFormat, quiet: bool,
     for e in report.errors:
         err.print(f"[bold red]error[/bold red]: {escape(e.describe())}", soft_wrap=True)
     for directory in report.empty_directories:  # as port-check says it
-        err.print(f"[yellow]warning[/yellow]: no Python files found under {escape(directory)}", soft_wrap=True)
+        err.print(f"[yellow]warning[/yellow]: no Python or Rust files found under {escape(directory)}", soft_wrap=True)
     if quiet:
         return
     notes = sorted({f.note for _, f in fixed if f.note})

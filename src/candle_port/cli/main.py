@@ -1,4 +1,4 @@
-"""The `candle-port` app and its subcommands (check, fix, verify, rules); entry.py starts it."""
+"""The `candle-port` app and its subcommands (check, fix, verify, rules, reference, compare); entry.py starts it."""
 
 from __future__ import annotations
 
@@ -6,6 +6,7 @@ import typer
 
 from candle_port.cli import check, common
 from candle_port.cli.fix import fix_command
+from candle_port.cli.parity import compare_command, reference_command
 from candle_port.cli.rules import rules_command
 from candle_port.cli.verify import verify_command
 
@@ -38,3 +39,5 @@ def _check(ctx: typer.Context) -> None:
 app.command("fix")(fix_command)
 app.command("verify")(verify_command)
 app.command("rules")(rules_command)
+app.command("reference")(reference_command)
+app.command("compare")(compare_command)

@@ -15,17 +15,18 @@ def rules_command(
 ) -> None:
     """List every rule, or explain one rule with its why, source and examples."""
     from candle_port.rules import all_rules, rules_by_code
+    from candle_port.rust_rules import all_rust_rules
 
     out = common.stdout_console()
     if code is None:
-        for rule in all_rules():
+        for rule in all_rules() + all_rust_rules():
             out.print(
                 f"[bold]{rule.code}[/bold] {rule.name} ({rule.default_severity.value}): {escape(rule.summary)}"
                 f" [dim]\\[fix: {escape(_fixed_by(rule.code))}][/dim]"
             )
             out.print(f"    why: {escape(rule.why)}", highlight=False)
         return
-    rule = rules_by_code().get(code.upper())
+    rule = {**rules_by_code(), **{r.code: r for r in all_rust_rules()}}.get(code.upper())
     if rule is None:
         common.fail_usage(f"unknown rule code {code!r}; run `candle-port rules` for the list")
     note = f"; {rule.severity_note}" if rule.severity_note else ""

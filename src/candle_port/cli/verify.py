@@ -8,8 +8,6 @@ from __future__ import annotations
 
 import enum
 import json
-import os
-import sys
 from typing import Annotated, Optional
 
 import typer
@@ -53,13 +51,6 @@ def parse_shape(text: str) -> tuple[int, ...]:
     return shape
 
 
-def _pipe_width() -> int:
-    try:
-        return max(40, int(os.environ.get("COLUMNS", "")))
-    except ValueError:
-        return 160
-
-
 def _json_object(flag: str, text: Optional[str]) -> dict:
     """The JSON object given to ``flag`` ({} when not given); a usage error otherwise."""
     if not text:
@@ -98,7 +89,8 @@ def verify_command(
     allow_wrong_gradients: Annotated[bool, typer.Option("--allow-wrong-gradients", help="Do not fail on ops whose candle backward runs but gives a wrong gradient (max_pool2d, ...); they stay listed.", rich_help_panel=CHECK_PANEL)] = False,
     show_refusals: Annotated[bool, typer.Option("--show-refusals", help="List every site port-fix refused (default: counts per reason).", rich_help_panel=common.OUTPUT)] = False,
     gradcheck: Annotated[bool, typer.Option("--gradcheck", help="Also run torch.autograd.gradcheck on the rewritten model in float64 on a tiny input.", rich_help_panel=CHECK_PANEL)] = False,
-    candle: Annotated[bool, typer.Option("--candle", help="Also run the original model's traced graph in real candle (crates/candle-port-run, built with cargo if needed): native ops and candle-port-ops twins, compared with torch.", rich_help_panel=CHECK_PANEL)] = False,
+    rewrite_all: Annotated[bool, typer.Option("--rewrite-all", help="Rewrite every file of the source root, not only the modules the model imports (found by reading import statements; an import by string is not seen).", rich_help_panel=MODEL_PANEL)] = False,
+    candle: Annotated[bool, typer.Option("--candle", help="Also run the original model's traced graph in real candle (candle-port-run: its wheel, or built with cargo in a source checkout): native ops and candle-port-ops twins, compared with torch.", rich_help_panel=CHECK_PANEL)] = False,
     threads: Annotated[int, typer.Option("--threads", min=1, help="torch threads per worker process (two workers run at once).", rich_help_panel=CHECK_PANEL)] = 1,
     output_format: Annotated[VerifyFormat, typer.Option("--output-format", help="text (tables) or json (for CI).", case_sensitive=False, rich_help_panel=common.OUTPUT)] = VerifyFormat.text,
     version: common.VersionOption = None,
@@ -132,26 +124,29 @@ def verify_command(
         train=not eval_mode, threads=threads, noise_factor=noise_factor, trace=not no_trace,
         allow_wrong_gradients=allow_wrong_gradients,
         config_class=config_class, config_kwargs=config, skip_package_init=skip_package_init, forward_kwargs=forward,
+        rewrite_all=rewrite_all,
     )
+    from candle_port.cli.stages import Stages
+
+    stages = Stages("candle-port verify")
     try:
-        report = run_verify(options)
+        report = run_verify(options, stage=stages.stage)
     except VerifyError as exc:
         _error(str(exc))
     candle_result = None
     if candle:
         from candle_port.verify.candle_check import candle_check, candle_text
 
-        candle_result = candle_check(options)
+        candle_result = candle_check(options, stage=stages.stage)
     if output_format is VerifyFormat.json:
         print(json.dumps({**report.to_json(), **({"candle": candle_result} if candle else {})}, indent=2))
     else:
-        from rich.console import Console
+        from candle_port.cli.report_console import report_console
 
-        # A terminal's own width; when stdout is not a terminal, $COLUMNS or 160 (rich would say 80).
-        console = Console(highlight=False, emoji=False, width=None if sys.stdout.isatty() else _pipe_width())
-        report.render(console, show_refusals)
-        if candle_result is not None:
-            console.print(candle_text(candle_result), markup=False)
+        with report_console() as console:
+            report.render(console, show_refusals)
+            if candle_result is not None:
+                console.print(candle_text(candle_result), markup=False)
     if candle_result is not None and "port" not in candle_result:
         _error(f"--candle: {candle_result['error']}")
     # A port that fails in real candle is a FAIL, whatever the PyTorch-side verdict.

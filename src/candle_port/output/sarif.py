@@ -19,6 +19,10 @@ def _uri(path: str) -> str:
 
 def render(findings: list[Finding], errors: list[FileError]) -> str:
     rules = all_rules()
+    if any(f.code.startswith("CP2") for f in findings):
+        from candle_port.rust_rules import all_rust_rules
+
+        rules = rules + all_rust_rules()
     index = {rule.code: i for i, rule in enumerate(rules)}
     results = []
     for f in findings:

@@ -1,4 +1,5 @@
-"""Turn command-line paths into the Python files to check, with ruff-like default excludes."""
+"""Turn command-line paths into the Python (and, for port-check, Rust) files to check, with
+ruff-like default excludes; a crate's `target/` (beside its Cargo.toml) is cargo's build output."""
 
 from __future__ import annotations
 
@@ -21,7 +22,8 @@ class Discovery:
         self.empty_directories: list[str] = []
 
 
-def discover(paths: list[str], config: Config) -> Discovery:
+def discover(paths: list[str], config: Config, rust: bool = False) -> Discovery:
+    """`rust`: `*.rs` files too (port-check; port-fix rewrites Python only)."""
     found = Discovery()
     seen: set[str] = set()
     for given in paths:
@@ -34,7 +36,7 @@ def discover(paths: list[str], config: Config) -> Discovery:
             continue
         if path.is_dir():
             before = len(found.files)
-            _walk(given, config, found, seen)
+            _walk(given, config, found, seen, (".py", ".pyi", ".rs") if rust else (".py", ".pyi"))
             if len(found.files) == before:
                 found.empty_directories.append(given)
         elif given.endswith(".ipynb"):
@@ -60,7 +62,7 @@ def _add(display: str, found: Discovery, seen: set[str], key: str | None = None)
         found.files.append(display)
 
 
-def _walk(root: str, config: Config, found: Discovery, seen: set[str]) -> None:
+def _walk(root: str, config: Config, found: Discovery, seen: set[str], suffixes: tuple[str, ...]) -> None:
     def on_error(exc: OSError) -> None:
         found.errors.append(FileError(exc.filename or root, exc.strerror or str(exc)))
 
@@ -70,9 +72,11 @@ def _walk(root: str, config: Config, found: Discovery, seen: set[str]) -> None:
         relative = os.path.relpath(directory, root)
         below = "" if relative == "." else relative + os.sep
         subdirs[:] = sorted(d for d in subdirs if not config.is_excluded(below + d))
+        if ".rs" in suffixes and "target" in subdirs and "Cargo.toml" in names:
+            subdirs.remove("target")
         real = None
         for name in sorted(names):
-            if not (name.endswith(".py") or name.endswith(".pyi")):
+            if not name.endswith(suffixes):
                 continue
             display = os.path.join(directory, name)
             if config.is_excluded(below + name):

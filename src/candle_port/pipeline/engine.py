@@ -61,6 +61,8 @@ def check_file(
     `digest` (the index entries the file's findings depend on) is part of its cache key.
     `known_without_sites`: an earlier pass found no API name in the file (skips that scan).
     """
+    if path.endswith(".rs"):
+        return check_rust_file(path, config, cache)
     screened = _screened.pop(path, None) if index is None else None
     if screened is not None:
         data, source = screened  # its prefilter said: parse it
@@ -91,6 +93,32 @@ def check_file(
     return result
 
 
+def check_rust_file(path: str, config: Config, cache: ResultCache | None = None) -> FileResult:
+    """check_file for a Rust file (candle_port.rust): its crate's candle version and names of
+    candle's crates are part of its cache key."""
+    from candle_port.rust.cargo import context_for
+    from candle_port.rust.checker import check_rust_bytes
+    from candle_port.rust.versions import tables_fingerprint
+    from candle_port.pipeline.sources import read_regular_file
+
+    try:
+        data, _ = read_regular_file(path)
+    except SourceError as exc:
+        return FileResult(path, error=FileError(path, str(exc)))
+    context = context_for(path, config.candle_version)
+    key = cache.key(path, data + b"\0rust\0" + f"{context.digest_text()}\0{tables_fingerprint()}".encode()) if cache is not None else None
+    if cache is not None and key is not None:
+        hit = cache.get(key)
+        if hit is not None:
+            return hit
+    result = isolated(path, lambda: check_rust_bytes(data, path, config, context))
+    if isinstance(result, FileError):
+        return FileResult(path, error=result)
+    if cache is not None and key is not None and result.error is None:
+        cache.put(key, result)
+    return result
+
+
 def _without_parse(path: str, text: str, index=None, known_without_sites: bool = False) -> FileResult | None:
     """The result of a file that needs no parse (the vendored runtime; no API name written in it,
     so the first pass keeps only the names it may call a wrapper by, and a later pass skips it
@@ -110,7 +138,10 @@ def _without_parse(path: str, text: str, index=None, known_without_sites: bool =
 def screen_file(path: str) -> FileResult | None:
     """check_file's first pass for a file that needs no parse (unreadable, or `_without_parse`),
     else None. Text work only (no parser, no analysis), so it runs in the main process. The text
-    of a file that needs the parse is kept for check_file (`_screened`): read and prefiltered once."""
+    of a file that needs the parse is kept for check_file (`_screened`): read and prefiltered once.
+    A Rust file is left to check_file (its own prefilter runs there, before tree-sitter loads)."""
+    if path.endswith(".rs"):
+        return None
     try:
         loaded = load_source_in_main_process(path)
     except SourceError as exc:
@@ -403,7 +434,7 @@ def check_paths(
 ) -> CheckReport:
     """Check every Python file under `paths`; unreadable files are reported, never fatal."""
     config = config or Config()
-    found = discover(paths, config)
+    found = discover(paths, config, rust=True)
     report = CheckReport(errors=list(found.errors), empty_directories=found.empty_directories)
     progress = progress_factory(len(found.files)) if progress_factory else None
     try:

@@ -88,6 +88,8 @@ def fix_file(
     policy: WritePolicy = WritePolicy(),
 ) -> FixResult | FileError:
     """Fix one file; write it back through writeback when `write` and something changed."""
+    if path.endswith(".rs"):
+        return _fix_rust_file(path, config, write, policy)
     try:
         snapshot = take_snapshot(path)
         source = decode_source(snapshot.data)
@@ -110,17 +112,54 @@ def fix_file(
             encoded = source.encode(result.text)
         except UnicodeEncodeError as exc:
             return FileError(path, f"cannot encode the rewrite as {source.encoding}: {exc.reason}")
-        # Journaled before the replace: if this worker's result is lost (it or another worker dies
-        # after the write), the run finds the file holding these bytes and counts it (_written).
-        note(path, (snapshot.real, hashlib.sha256(encoded).hexdigest(), result))
-        try:
-            write_back(snapshot, encoded, policy)
-        except WriteRefused as exc:
-            return NotWritten(path, f"not written: {exc}")
-        except WriteFailed as exc:
-            return FileError(path, str(exc))
-        except OSError as exc:
-            return FileError(path, f"cannot write: {exc.strerror or exc}")
+        return _write(path, snapshot, encoded, result, policy)
+    return result
+
+
+def _fix_rust_file(path: str, config: Config, write: bool, policy: WritePolicy) -> FixResult | FileError:
+    """fix_file for a Rust file (candle_port.rust.fixer): UTF-8, its BOM kept."""
+    import codecs
+
+    from candle_port.rust.cargo import context_for
+    from candle_port.rust.checker import RustSourceError, decode_rust
+
+    try:
+        snapshot = take_snapshot(path)
+        data = decode_rust(snapshot.data)
+    except (SourceError, RustSourceError) as exc:
+        return FileError(path, str(exc))
+    text = data.decode("utf-8")
+    from candle_port.rust.sites import may_hold_sites as rust_may_hold_sites
+
+    if not rust_may_hold_sites(text):
+        return FixResult(path, "rust", text, text)
+    from candle_port.rust.fixer import fix_rust_text
+
+    context = context_for(path, config.candle_version)
+    result = isolated(path, lambda: fix_rust_text(text, path, config, context))
+    if isinstance(result, FileError):
+        return result
+    if result.error is not None:
+        return result.error
+    if write and result.changed:
+        bom = codecs.BOM_UTF8 if snapshot.data.startswith(codecs.BOM_UTF8) else b""
+        return _write(path, snapshot, bom + result.text.encode("utf-8"), result, policy)
+    return result
+
+
+def _write(path: str, snapshot, encoded: bytes, result: FixResult, policy: WritePolicy) -> FixResult | FileError:
+    """Write one file's rewrite back (atomic, checked against concurrent edits)."""
+    # Journaled before the replace: if this worker's result is lost (it or another worker dies
+    # after the write), the run finds the file holding these bytes and counts it (_written).
+    note(path, (snapshot.real, hashlib.sha256(encoded).hexdigest(), result))
+    try:
+        write_back(snapshot, encoded, policy)
+    except WriteRefused as exc:
+        return NotWritten(path, f"not written: {exc}")
+    except WriteFailed as exc:
+        return FileError(path, str(exc))
+    except OSError as exc:
+        return FileError(path, f"cannot write: {exc.strerror or exc}")
     return result
 
 
@@ -147,6 +186,12 @@ def _unchanged(path: str, strategy: str, text: str) -> FixResult | None:
 
 
 def _unchanged_without_fixer(path: str, strategy: str) -> FixResult | None:
+    if path.endswith(".rs"):
+        return None  # its own screen runs in _fix_rust_file
+    return _python_unchanged_without_fixer(path, strategy)
+
+
+def _python_unchanged_without_fixer(path: str, strategy: str) -> FixResult | None:
     """`_unchanged` for a file read in the main process, without the fixer; None for every other
     file, including one that cannot be read (the worker reports it, as before). A pre-commit run
     on files with nothing to fix then imports no libcst and starts no process pool (about 130 ms
@@ -179,13 +224,16 @@ def fix_files(
     vendor: str | os.PathLike | None = None,
     jobs: int | None = None,
     force_read_only: bool = False,
+    ops_crate: str | None = None,
 ) -> FixReport:
-    """Fix every Python file under `paths` with `strategy` (default: the config's).
+    """Fix every Python file under `paths` with `strategy` (default: the config's), and every Rust
+    file (candle_port.rust.fixer; the strategy is Python's).
 
     `write=False` computes everything and writes nothing (for --diff and --check). `vendor`:
     write the single-file runtime into that directory and import it from there (not for the
     nearest strategy, which imports nothing); it is written, atomically, before any other file.
-    `force_read_only`: rewrite read-only files too (they stay read-only).
+    `force_read_only`: rewrite read-only files too (they stay read-only). `ops_crate`: where a
+    Rust crate whose rewrite calls candle-port-ops gets it (rust/ops_dependency.py).
     """
     config = config or Config()
     strategy = strategy or config.strategy
@@ -198,7 +246,7 @@ def fix_files(
         vendored_module = vendored_module_name(Path(vendor))
     report = FixReport()
     try:
-        found = discover(paths, config)
+        found = discover(paths, config, rust=True)
         report.errors, report.empty_directories = list(found.errors), found.empty_directories
         files = found.files
         if vendor is not None:
@@ -248,7 +296,44 @@ def fix_files(
             report.errors.append(outcome)
         else:
             report.results.append(outcome)
+    if not report.interrupted:
+        _add_ops_dependencies(report, ops_crate, write, force_read_only)
     return report
+
+
+def _add_ops_dependencies(report: FixReport, ops_crate: str | None, write: bool, force_read_only: bool) -> None:
+    """Each crate whose Rust rewrites call candle-port-ops gets the dependency in its Cargo.toml
+    (in this process, once per manifest, after every file: workers never edit a shared file)."""
+    wanted = [r for r in report.results if r.needs_ops_crate]
+    if not wanted:
+        return
+    from candle_port.rust.cargo import find_manifest
+    from candle_port.rust.ops_dependency import NAME, manifest_edit
+
+    manifests = sorted({m for m in (find_manifest(os.path.dirname(os.path.abspath(r.path))) for r in wanted) if m})
+    for manifest in manifests:
+        shown = os.path.relpath(manifest) if not os.path.isabs(wanted[0].path) else manifest
+        edit = manifest_edit(manifest, ops_crate)
+        if edit is None:
+            continue
+        if isinstance(edit, str):
+            report.errors.append(FileError(shown, edit))
+            continue
+        old, new = edit
+        result = FixResult(shown, "rust", old, new)
+        if write:
+            try:
+                write_back(take_snapshot(manifest), new.encode("utf-8"), WritePolicy(force_read_only=force_read_only))
+            except WriteRefused as exc:
+                report.errors.append(NotWritten(shown, f"not written ({NAME} not added): {exc}"))
+                continue
+            except (WriteFailed, SourceError) as exc:
+                report.errors.append(FileError(shown, f"{NAME} not added: {exc}"))
+                continue
+            except OSError as exc:
+                report.errors.append(FileError(shown, f"{NAME} not added: cannot write: {exc.strerror or exc}"))
+                continue
+        report.results.append(result)
 
 
 def _fix_source(text: str, strategy: str, path: str, config: Config, vendored_module: str | None) -> FixResult | FileError:
@@ -267,6 +352,8 @@ def fix_stdin(data: bytes, filename: str, strategy: str, config: Config, vendore
     `report.raw_input` keeps the bytes, to be passed through unchanged.
     """
     report = FixReport(files_seen=1, raw_input=data)
+    if filename.endswith(".rs"):
+        return _fix_rust_stdin(report, data, filename, config)
     try:
         source = decode_source(data)
     except SourceError as exc:
@@ -277,6 +364,30 @@ def fix_stdin(data: bytes, filename: str, strategy: str, config: Config, vendore
         _fix_source, (source.text, strategy, filename, config, vendored_module),
         on_crash=lambda cause: FileError(filename, f"{cause} while fixing this input; passed through unchanged"),
     )
+    if isinstance(outcome, FileError):
+        report.errors.append(outcome)
+    else:
+        report.results.append(outcome)
+    return report
+
+
+def _fix_rust_stdin(report: FixReport, data: bytes, filename: str, config: Config) -> FixReport:
+    from candle_port.pipeline.sources import SourceText
+    from candle_port.rust.cargo import context_for
+    from candle_port.rust.checker import RustSourceError, decode_rust
+    from candle_port.rust.fixer import fix_rust_text
+
+    try:
+        text = decode_rust(data).decode("utf-8")
+    except RustSourceError as exc:
+        report.errors.append(FileError(filename, str(exc)))
+        return report
+    import codecs
+
+    report.stdin_source = SourceText(text, "utf-8", data.startswith(codecs.BOM_UTF8))
+    outcome = isolated(filename, lambda: fix_rust_text(text, filename, config, context_for(filename, config.candle_version)))
+    if isinstance(outcome, FixResult) and outcome.error is not None:
+        outcome = outcome.error
     if isinstance(outcome, FileError):
         report.errors.append(outcome)
     else:

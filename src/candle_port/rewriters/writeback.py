@@ -107,13 +107,42 @@ def check_compiles(data: bytes, path: str) -> None:
         raise WriteFailed(f"the new text does not parse, file left unchanged: {exc}") from None
 
 
-def write_back(snapshot: Snapshot, data: bytes, policy: WritePolicy = WritePolicy(), check=check_compiles) -> None:
+def check_rust_parses(data: bytes, before: bytes, path: str) -> None:
+    """The new Rust text must parse with no more error nodes than the file had (tree-sitter's
+    grammar lacks a few valid forms: candle_port/rust/parser.py); WriteFailed otherwise."""
+    import codecs
+
+    from candle_port.rust.parser import error_count
+
+    strip = lambda b: b[len(codecs.BOM_UTF8) :] if b.startswith(codecs.BOM_UTF8) else b  # noqa: E731
+    if error_count(strip(data)) > error_count(strip(before)):
+        raise WriteFailed("the new text does not parse as Rust, file left unchanged")
+
+
+def check_toml(data: bytes) -> None:
+    """A manifest port-fix edits (Cargo.toml) must stay valid TOML; WriteFailed otherwise."""
+    import tomllib
+
+    try:
+        tomllib.loads(data.decode("utf-8"))
+    except (UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
+        raise WriteFailed(f"the new manifest is not valid TOML, file left unchanged: {exc}") from None
+
+
+def write_back(snapshot: Snapshot, data: bytes, policy: WritePolicy = WritePolicy(), check=None) -> None:
     """Replace the snapshot's file with `data`, or raise and leave it exactly as it is.
 
-    `check(data, path)` raises WriteFailed when the new bytes must not be written: by default they
-    must compile as Python; a writer of another language (Rust sources) passes its own.
+    `check(data, path)`, when given, decides whether the new bytes may be written (WriteFailed if
+    not) instead of the default by file type (Rust parses, TOML loads, Python compiles).
     """
-    check(data, snapshot.path)
+    if check is not None:
+        check(data, snapshot.path)
+    elif snapshot.path.endswith(".rs"):
+        check_rust_parses(data, snapshot.data, snapshot.path)
+    elif snapshot.path.endswith(".toml"):
+        check_toml(data)
+    else:
+        check_compiles(data, snapshot.path)
     real = os.path.realpath(snapshot.path)
     if real != snapshot.real:
         raise WriteRefused("changed on disk since port-fix read it (the path now points elsewhere); rerun port-fix")

@@ -101,10 +101,13 @@ def _check_converted(job: dict) -> dict:
 
 def _check_rewritten(options: Any, job: dict, source: Any) -> dict:
     from .lines import map_result_locations
+    from .runner import rewrite_entries
     from .workspace import make_rewritten_copy
 
+    spec = parse_model_spec(options.model, options.cwd)
     with tempfile.TemporaryDirectory(prefix="candle-port-candle-") as tmp:
-        rewritten = make_rewritten_copy(source, Path(tmp) / "rewritten", options.strategy)
+        rewritten = make_rewritten_copy(source, Path(tmp) / "rewritten", options.strategy,
+                                        entries=rewrite_entries(options, spec, source))
         if not rewritten.changed:
             return {"ok": True, "changed": False, "note": "port-fix changed nothing: the original is the rewritten copy"}
         path = Path(tmp) / "job.json"
@@ -120,11 +123,14 @@ def _check_rewritten(options: Any, job: dict, source: Any) -> dict:
     return dict(result, changed=True)
 
 
-def candle_check(options: Any) -> dict:
+def candle_check(options: Any, stage: Any = None) -> dict:
     """JSON-ready candle result for ``options`` (a VerifyOptions): the original's (top level, as
     before) and the rewritten copy's (``rewritten``). ``ok`` when port mode passes on both; ``ok``
     false with ``error`` when candle could not be run at all (no cargo, build failure,
-    untraceable model)."""
+    untraceable model). ``stage`` announces each long step (runner.Stage)."""
+    from .runner import no_stage
+
+    stage = stage or no_stage
     target = _target(options)  # resolved once: the job's package roots and the rewritten copy's tree
     job = _job(options, target)
 
@@ -132,11 +138,13 @@ def candle_check(options: Any) -> dict:
         model, inputs = _build(job)
         return _check(model, inputs, job)
 
-    result = _guarded(original, job["train"])
+    with stage("running the original model in candle (trace, then native and port ops)"):
+        result = _guarded(original, job["train"])
     if "port" not in result:
         return result
     rewritten = _check_converted if options.strategy == "convert" else (lambda job: _check_rewritten(options, job, target[1]))
-    result["rewritten"] = _guarded(lambda: rewritten(job), job["train"])
+    with stage("running the rewritten copy in candle (trace, then native and port ops)"):
+        result["rewritten"] = _guarded(lambda: rewritten(job), job["train"])
     result["original_ok"] = result["ok"]
     result["ok"] = bool(result["ok"] and result["rewritten"].get("ok", False))
     return result

@@ -3,8 +3,7 @@
 ``check_in_candle(model, inputs)`` exports the graph (graph_export.py), runs the binary in both
 modes (``native``: candle's own pooling/upsampling/fused ops; ``port``: candle-port-ops twins),
 and compares each mode's outputs and parameter gradients with torch's on the same weights,
-inputs and loss. The binary is found as ``$CANDLE_PORT_RUN``, on PATH, or built with cargo from
-this checkout's workspace.
+inputs and loss. The binary is found or built by candle_binary.py.
 
 The tolerance follows verify's torch comparison (compare.py): the model's own rounding noise is
 measured in torch (``measure_noise``: the same forward and backward with inputs and parameters
@@ -17,18 +16,16 @@ values) gets the bound its own rounding calls for. ``--rtol``/``--atol`` replace
 from __future__ import annotations
 
 import json
-import os
-import shutil
 import subprocess
 import tempfile
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Sequence
 
+from .candle_binary import BINARY, CandleRunError, find_binary  # noqa: F401  (re-exported)
 from .compare import NOISE_FACTOR
 from .graph_export import export_graph
 
-BINARY = "candle-port-run"
 MODES = ("native", "port")
 # candle sums in another order than torch (conv, matmul), so bitwise equality is not expected;
 # differences are judged norm-wise per kind, as in compare.py. The floor of the tolerance: a tensor
@@ -41,44 +38,6 @@ MAX_TENSOR_LINES = 5  # differing tensors named per mode in the text report
 # may miss it (efficientnet_b0 at 2x3x32x32: blocks.0.0.bn1.weight's gradient 2.3e-11 to 4.5e-9
 # over six draws; candle's difference 2.9e-9).
 NOISE_DRAWS = 4
-
-
-class CandleRunError(RuntimeError):
-    """The candle side could not be run at all (no cargo, build failed, binary crashed)."""
-
-
-def _workspace_root() -> Path | None:
-    for parent in Path(__file__).resolve().parents:
-        if (parent / "crates" / BINARY / "Cargo.toml").exists():
-            return parent
-    return None
-
-
-def find_binary(build: bool = True, profile: str = "release") -> Path:
-    """``$CANDLE_PORT_RUN``, ``candle-port-run`` on PATH, or ``cargo build`` here (release for
-    users; the tests use the dev profile that ``cargo test`` has already built)."""
-    if os.environ.get("CANDLE_PORT_RUN"):
-        return Path(os.environ["CANDLE_PORT_RUN"])
-    on_path = shutil.which(BINARY)
-    if on_path:
-        return Path(on_path)
-    root = _workspace_root()
-    if root is None:
-        raise CandleRunError(f"{BINARY} is not on PATH and this install has no crates/{BINARY} to build")
-    cargo = shutil.which("cargo")
-    if cargo is None:
-        raise CandleRunError(f"--candle needs cargo to build {BINARY} (or set CANDLE_PORT_RUN to a built binary)")
-    target = Path(os.environ.get("CARGO_TARGET_DIR", root / "target"))
-    binary = target / ("debug" if profile == "dev" else profile) / BINARY
-    if build:
-        done = subprocess.run([cargo, "build", "--profile", profile, "--locked", "-p", BINARY], cwd=root,
-                              capture_output=True, text=True)
-        if done.returncode != 0:
-            tail = (done.stderr.strip().splitlines() or ["no output"])[-1]
-            raise CandleRunError(f"cargo build of {BINARY} failed: {tail}")
-    if not binary.exists():
-        raise CandleRunError(f"{binary} was not built")
-    return binary
 
 
 @dataclass

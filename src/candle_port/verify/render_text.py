@@ -9,6 +9,7 @@ from rich.markup import escape
 from rich.padding import Padding
 from rich import box
 from rich.table import Table
+from rich.text import Text
 
 from .optable import candle_pin
 
@@ -83,9 +84,31 @@ def _tolerance_text(tol: Any) -> str:
 
 
 WIDE = 120  # from this console width on, the comparison also shows the kind and max abs diff
+MIN_NAME_WIDTH = 12
+# What a graph's op class means, for a reader: "no-op" is the op table's word for "candle has no
+# such op" (not "does nothing").
+CLASS_LABELS = {"no-op": "no candle op", "not-in-table": "not in candle's op table"}
 
 
-def _comparison_table(report: Any, max_rows: int, width: int = 80) -> Table:
+def class_label(cls: str) -> str:
+    return ", ".join(CLASS_LABELS.get(c, c) for c in cls.split(", "))
+
+
+def wrap_dotted(name: str, width: int) -> str:
+    """``name`` cut after its dots into lines of at most ``width`` (a parameter path is never cut
+    inside a part; a single part longer than ``width`` stays whole and rich folds it)."""
+    lines = [""]
+    for part in re.split(r"(?<=\.)", name):
+        if lines[-1] and len(lines[-1]) + len(part) > width:
+            lines.append(part)
+        else:
+            lines[-1] += part
+    return "\n".join(lines)
+
+
+def _comparison_table(report: Any, max_rows: int, width: int = 80) -> tuple[Table, list[str]]:
+    """The table, and the notes printed under it: a note column would squeeze the others (and
+    itself, one word a line), so each note is a numbered line and its row's status says ``see N``."""
     wide = width >= WIDE
     table = Table(box=box.SIMPLE_HEAD, pad_edge=False, padding=(0, 1))
     rows = report.rows
@@ -97,27 +120,47 @@ def _comparison_table(report: Any, max_rows: int, width: int = 80) -> Table:
         shown = set(map(id, keep + rest[:room]))
         hidden = len(rows) - len(shown)
         rows = [r for r in rows if id(r) in shown]
-    notes = any(r.note for r in rows)
+    # The verdict compares `rewrite dist` with `allowed`. The element-wise difference relative to the
+    # tensor's largest entry (JSON's max_rel) is not shown: near a zero gradient it is large while
+    # the row is ok, which reads as a contradiction.
     columns = (["kind"] if wide else []) + ["tensor", "shape"] + (["max abs diff"] if wide else []) + [
-        "max rel diff", "rewrite dist", "own noise", "allowed", "status"] + (["note"] if notes else [])
-    for col in columns:
-        numeric = "diff" in col or col in ("rewrite dist", "own noise", "allowed")
-        # Narrow: two-line headers, so a column is as wide as its numbers (8 characters).
-        header = col if wide or not numeric else col.replace(" ", "\n", 1)
-        table.add_column(header, justify="right" if numeric else "left", overflow="fold",
-                         no_wrap=col in ("shape", "status", "kind") or numeric,
-                         min_width=12 if col == "tensor" else None)
+        "rewrite dist", "own noise", "allowed", "status"]
     changed = report.changes_by_design
+    notes: list[str] = []
+    cells = []
     for r in rows:
         dist = r.rewrite_dist if r.rewrite_dist is not None else r.rel_to_scale
-        name = r.name
-        cells = ([r.kind] if wide else []) + [escape(name), "x".join(map(str, r.shape)) or "-"] + (
-            [_num(r.max_abs)] if wide else []) + [_num(r.max_rel), _num(dist), _num(r.own_noise), _num(r.allowed),
-                                                   _status(r.ok, changed)] + ([escape(r.note)] if notes else [])
-        table.add_row(*cells)
+        status = _status(r.ok, changed)
+        if r.note:
+            notes.append(f"{len(notes) + 1}. {r.name}: {r.note}")
+            status += f" (see {len(notes)})"
+        cells.append(([r.kind] if wide else []) + [r.name, "x".join(map(str, r.shape)) or "-"] + (
+            [_num(r.max_abs)] if wide else []) + [_num(dist), _num(r.own_noise), _num(r.allowed),
+                                                                    status])
+    name_at = columns.index("tensor")
+    headers = [col if wide or col in ("tensor", "shape", "status") else col.replace(" ", "\n", 1) for col in columns]
+    widths: list[int | None] = [None] * len(columns)
+    if not wide:
+        # Narrow: two-line headers, so a column is as wide as its numbers, and the rest for the names
+        # (each column's width; between columns the box's blank rule and a space either side; an edge
+        # at each end).
+        widths = [max([len(Text.from_markup(str(row[i])).plain) for row in cells] + [len(p) for p in headers[i].split("\n")])
+                  for i in range(len(columns))]
+        others = sum(w for i, w in enumerate(widths) if i != name_at)
+        name_width = max(MIN_NAME_WIDTH, width - others - 3 * (len(columns) - 1) - 2)
+        for row in cells:
+            row[name_at] = wrap_dotted(row[name_at], name_width)
+        widths[name_at] = min(name_width, max(max(map(len, row[name_at].split("\n"))) for row in cells))
+    for col, header, fixed in zip(columns, headers, widths):
+        numeric = "diff" in col or col in ("rewrite dist", "own noise", "allowed")
+        table.add_column(header, justify="right" if numeric else "left", overflow="fold", width=fixed,
+                         no_wrap=True, min_width=MIN_NAME_WIDTH if col == "tensor" and fixed is None else None)
+    for row in cells:
+        row[name_at] = escape(row[name_at])
+        table.add_row(*row)
     if hidden:
         table.caption = f"{hidden} more parameter gradients within tolerance (all rows: --output-format json)"
-    return table
+    return table, notes
 
 
 def _graph_lines(label: str, graph: dict[str, Any], console: Any) -> None:
@@ -136,7 +179,7 @@ def _graph_lines(label: str, graph: dict[str, Any], console: Any) -> None:
     else:
         console.print(f"{head}; on gradient paths ({on_path} ops), [bold]without a correct candle backward[/]:")
     for row in lacking:
-        cls, why = (row["class"], row["reason"]) if not row["ok"] else ("wrong gradient", row["wrong"])
+        cls, why = (class_label(row["class"]), row["reason"]) if not row["ok"] else ("wrong gradient", row["wrong"])
         where = f" at {escape(short_locations(row['where']))}" if row["where"] else ""
         console.print(Padding(f"[bold]{escape(row['name'])}[/] x{row['count']} ({cls}){where}", (0, 0, 0, 2)))
         if why:
@@ -164,8 +207,12 @@ def _rewrite_lines(report: Any, console: Any, show_refusals: bool) -> None:
     timing = ""
     if "seconds" in report.rewrite:
         timing = f" ({report.rewrite['seconds']:.1f}s, {report.rewrite.get('from_cache', 0)} from the rewrite cache)"
+    skipped = report.rewrite.get("not_imported")
+    imported = (f" (the files the model imports; {skipped} other(s) left as they are, --rewrite-all rewrites them)"
+                if skipped else "")
     console.print(f"rewrite: {len(changed)} of {report.rewrite['scanned']} file(s) changed under "
-                  f"{escape(short_path(report.source_root))}" + (f": {escape(names)}{more}" if changed else "") + timing)
+                  f"{escape(short_path(report.source_root))}" + (f": {escape(names)}{more}" if changed else "") + timing
+                  + imported)
     if report.rewrite.get("sites_fixed"):
         console.print(f"port-fix: {report.rewrite['sites_fixed']} site(s) rewritten")
     refused = report.rewrite.get("refused", [])
@@ -223,7 +270,10 @@ def render_report(report: Any, console: Any, show_refusals: bool = False) -> Non
     # The heading is a line of its own: as a table title it would wrap at the table's width.
     console.print(f"Original vs rewritten (outputs, input and parameter gradients; {escape(report.dtype)}; "
                   f"{escape(_tolerance_text(report.tolerance))})")
-    console.print(_comparison_table(report, 40, console.width))
+    table, notes = _comparison_table(report, 40, console.width)
+    console.print(table)
+    for note in notes:
+        console.print(Padding(escape(note), (0, 0, 0, 2)))
     for label, graph in (("Original", report.graph_original), ("Rewritten", report.graph_rewritten)):
         if graph is not None:
             _graph_lines(label, graph, console)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import sys
 import tempfile
@@ -9,7 +10,7 @@ import types
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable, ContextManager
 
 from candle_port.rewriters.strategies import EXACT_STRATEGIES
 
@@ -23,6 +24,14 @@ WORKER_TIMEOUT_S = 1800
 # Seeds after the first that verify tries when every failing run crossed an activation's kink.
 KINK_RETRIES = 3
 GRADCHECK_MAX_SPATIAL = 8
+
+
+# A stage of the run, for progress on stderr: ``with stage("tracing ..."):`` (cli/stages.py).
+Stage = Callable[[str], ContextManager[None]]
+
+
+def no_stage(text: str) -> ContextManager[None]:
+    return contextlib.nullcontext()
 
 
 class VerifyError(Exception):
@@ -55,6 +64,19 @@ class VerifyOptions:
     skip_package_init: bool = False
     # --forward-kwargs: keyword arguments every forward call gets (non-tensor flags).
     forward_kwargs: dict[str, Any] = field(default_factory=dict)
+    # --rewrite-all: every file of the source root, not only those the model imports (import_graph.py).
+    rewrite_all: bool = False
+
+
+def rewrite_entries(options: VerifyOptions, spec, source) -> list[Path] | None:
+    """The files the rewrite walks imports from (None: rewrite every file of the source root). A
+    driver outside the root reaches it through a package's ``__init__``, which may import by string
+    (transformers' lazy modules): there every file is rewritten, as before."""
+    from .import_graph import entry_files
+
+    if options.rewrite_all or source.driver:
+        return None
+    return entry_files(source, spec.module_file, options.config_class)
 
 
 def _unchanged(text: str, strategy: str, path: str) -> tuple[str, bool]:
@@ -130,9 +152,10 @@ def _finish(process, job: dict, label: str) -> dict:
 
 
 def run_verify(options: VerifyOptions, rewrite: RewriteFn | None = None,
-               prepared_rewrite: Path | None = None) -> VerifyReport:
+               prepared_rewrite: Path | None = None, stage: Stage = no_stage) -> VerifyReport:
     """Verify one model. ``rewrite`` replaces port-fix and ``prepared_rewrite`` names a hand-made
-    rewritten copy of the source root (both for tests); the default path calls fix_source."""
+    rewritten copy of the source root (both for tests); the default path calls fix_source.
+    ``stage`` announces each long step (the CLI's progress)."""
     started = time.monotonic()
     try:
         spec = parse_model_spec(options.model, options.cwd)
@@ -149,12 +172,15 @@ def run_verify(options: VerifyOptions, rewrite: RewriteFn | None = None,
             rewritten = use_prepared_copy(source, Path(prepared_rewrite), workdir / "rewritten")
         else:
             try:
-                rewritten = make_rewritten_copy(source, workdir / "rewritten", options.strategy,
-                                                rewrite or (_unchanged if options.strategy == "convert" else None))
+                with stage(f"rewriting a copy of {source.path} ({options.strategy})"):
+                    rewritten = make_rewritten_copy(source, workdir / "rewritten", options.strategy,
+                                                    rewrite or (_unchanged if options.strategy == "convert" else None),
+                                                    entries=rewrite_entries(options, spec, source))
             except ImportError as exc:
                 raise VerifyError(f"port-fix is not available: {exc}") from exc
-        pair, kink = _past_kinks(options, lambda seed: _run_pair(
-            options, seed, spec, source, rewritten, workdir if seed == options.seed else workdir / f"seed-{seed}"))
+        with stage("running the original and the rewritten model in torch (build, forward, backward, trace)"):
+            pair, kink = _past_kinks(options, lambda seed: _run_pair(
+                options, seed, spec, source, rewritten, workdir if seed == options.seed else workdir / f"seed-{seed}"))
         original, result, load, tolerance, rows = pair
     trace_error = "--no-trace" if not options.trace else result.get("trace_error", "")
     return VerifyReport(

@@ -41,10 +41,13 @@ class RewriteSummary:
     refused: list[str] = field(default_factory=list)  # "path:line: reason" for sites port-fix left alone
     seconds: float | None = None  # mirroring and rewriting the source root
     from_cache: int = 0  # files whose port-fix answer came from the rewrite cache
+    not_imported: int | None = None  # .py files left as they are because the model does not import them
 
     def to_json(self) -> dict:
         out = {"scanned": self.scanned, "changed": self.changed, "errors": self.errors,
                "sites_fixed": self.sites_fixed, "refused": self.refused}
+        if self.not_imported is not None:
+            out["not_imported"] = self.not_imported
         if self.seconds is not None:
             out.update(seconds=self.seconds, from_cache=self.from_cache)
         return out
@@ -151,10 +154,14 @@ def _mirror(source: Path, target: Path, written: dict[str, str]) -> None:
 
 
 def make_rewritten_copy(
-    source: SourceRoot, dest: Path, strategy: str, rewrite: RewriteFn | None = None
+    source: SourceRoot, dest: Path, strategy: str, rewrite: RewriteFn | None = None,
+    entries: list[Path] | None = None,
 ) -> RewriteSummary:
-    """Mirror ``source`` into ``dest`` and rewrite the files that may hold a site (see _mirror)."""
+    """Mirror ``source`` into ``dest`` and rewrite the files that may hold a site (see _mirror):
+    with ``entries`` (the model's module, import_graph.entry_files), only the files they import."""
     from candle_port.pipeline.prefilter import may_hold_sites
+
+    from .import_graph import imported_files, linked_directories
 
     started = time.monotonic()
     cache = None
@@ -173,6 +180,14 @@ def make_rewritten_copy(
     summary = RewriteSummary(root=dest, modules={
         name: str(dest / rel) if source.is_one_module else str(target / rel) for name, rel in source.modules.items()
     })
+    if source.path.is_dir():
+        for rel, points_to in linked_directories(source.path):
+            summary.errors.append(f"{rel}: a symbolic link to {points_to}, not followed: nothing under it is "
+                                  f"rewritten (give that directory as --source-root to rewrite it)")
+        if entries is not None:
+            imported = imported_files(source, entries)
+            summary.not_imported = sum(1 for file in files if file.resolve() not in imported)
+            files = [file for file in files if file.resolve() in imported]
     written: dict[str, str] = {}
     for file in files:
         summary.scanned += 1
