@@ -37,6 +37,34 @@ def test_wrong_shape_entry_is_a_miss_and_rewritten(tmp_path, payload):
     assert all(json.loads(e.read_text()) != payload for e in cache.rglob("*.json"))
 
 
+@pytest.mark.parametrize(
+    ("field", "value"),
+    [
+        pytest.param("line", "NaN", id="line-a-string"),
+        pytest.param("line", float("nan"), id="line-nan"),
+        pytest.param("line", True, id="line-a-boolean"),
+        pytest.param("line", -3, id="line-negative"),
+        pytest.param("column", 1.5, id="column-a-float"),
+        pytest.param("message", 3, id="message-a-number"),
+        pytest.param("fixes", [1, 2], id="fixes-numbers"),
+        pytest.param("end_line", "2", id="end-line-a-string"),
+    ],
+)
+def test_a_tampered_finding_is_a_miss_and_rewritten(tmp_path, field, value):
+    """An entry of the right shape whose values are wrong is a miss too (SARIF got "startLine": "NaN")."""
+    (tmp_path / "m.py").write_text(BILINEAR)
+    cache = tmp_path / "cache"
+    check_paths([str(tmp_path / "m.py")], Config(), cache_dir=str(cache))
+    (entry,) = [e for e in cache.rglob("*.json") if json.loads(e.read_text()).get("findings")]
+    payload = json.loads(entry.read_text())
+    payload["findings"][0][field] = value
+    entry.write_text(json.dumps(payload))
+    report = check_paths([str(tmp_path / "m.py")], Config(), cache_dir=str(cache))
+    assert [(f.code, f.line, f.column) for f in report.findings] == [("CP101", 2, 5)] and not report.errors
+    assert isinstance(report.findings[0].message, str) and report.findings[0].fixes
+    assert json.loads(entry.read_text())["findings"][0].get(field) != value
+
+
 def test_a_huge_jobs_number_is_capped(tmp_path):
     for i in range(60):
         (tmp_path / f"m{i:02}.py").write_text(BILINEAR)

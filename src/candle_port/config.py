@@ -226,23 +226,85 @@ def find_config_file(start: Path) -> Path | None:
     for directory in (start, *start.parents) if start.is_dir() else (start.parent, *start.parent.parents):
         candidate = directory / "pyproject.toml"
         if candidate.is_file():
-            try:
-                text = candidate.read_text(encoding="utf-8")
-            except (OSError, UnicodeDecodeError) as exc:
-                raise ConfigError(f"{candidate}: cannot read: {exc}") from None
+            text = read_config_text(candidate)
             if "candle-port" not in text:
                 continue  # cannot hold the table: not parsed (most projects' pyproject.toml)
-            import tomllib
-
-            try:
-                data = tomllib.loads(text)
-            except tomllib.TOMLDecodeError as exc:
-                # Skipping it would drop its exclude and strategy silently, and port-fix would
-                # rewrite what the user excluded: a broken pyproject.toml stops the run (exit 2).
-                raise ConfigError(f"{candidate}: invalid TOML: {exc}") from None
-            if "candle-port" in data.get("tool", {}):
+            # A broken one stops the run (exit 2): skipping it would drop its exclude and strategy
+            # silently, and port-fix would rewrite what the user excluded.
+            if "candle-port" in _tool_table(parse_toml(text, candidate), candidate):
                 return candidate
     return None
+
+
+# A configuration file is a few hundred bytes; past this it is not one (`--config /dev/zero`).
+MAX_CONFIG_BYTES = 1 << 20
+
+
+def read_config_text(path: Path) -> str:
+    """The text of a configuration file: the one way every config file is read.
+
+    Opened without blocking and checked to be a regular file of at most MAX_CONFIG_BYTES, so a
+    FIFO, a device or /dev/zero given as --config is a one-line ConfigError, not a hang or a run
+    that fills memory.
+    """
+    import stat
+
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_BINARY", 0))
+    except FileNotFoundError:
+        raise ConfigError(f"{path}: no such config file") from None
+    except OSError as exc:
+        raise ConfigError(f"{path}: cannot read: {exc.strerror or exc}") from None
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            raise ConfigError(f"{path}: not a regular file; a config file must be a TOML file")
+        data = os.read(fd, MAX_CONFIG_BYTES + 1)
+        while len(data) <= MAX_CONFIG_BYTES and (chunk := os.read(fd, MAX_CONFIG_BYTES + 1 - len(data))):
+            data += chunk
+    except OSError as exc:
+        raise ConfigError(f"{path}: cannot read: {exc.strerror or exc}") from None
+    finally:
+        os.close(fd)
+    if len(data) > MAX_CONFIG_BYTES:
+        raise ConfigError(f"{path}: larger than {MAX_CONFIG_BYTES >> 20} MB; not a config file")
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"{path}: cannot read: not UTF-8 ({exc.reason} at byte {exc.start})") from None
+
+
+def parse_toml(text: str, path: Path) -> dict:
+    import tomllib
+
+    try:
+        return tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"{path}: invalid TOML: {exc}") from None
+    except RecursionError:
+        raise ConfigError(f"{path}: invalid TOML: nested too deeply") from None
+
+
+def _tool_table(data: dict, path: Path) -> dict:
+    tool = data.get("tool", {})
+    if not isinstance(tool, dict):
+        raise ConfigError(f"{path}: tool must be a table ([tool]), not {_kind(tool)}")
+    return tool
+
+
+def _kind(value) -> str:
+    """How TOML calls a value's type, for a message."""
+    names = {bool: "a boolean", int: "an integer", float: "a float", str: "a string", list: "an array", dict: "a table"}
+    return names.get(type(value), f"a {type(value).__name__}")
+
+
+def _list_kind(value) -> str:
+    """_kind, and for an array the kind of its first element that is no string."""
+    if isinstance(value, list):
+        bad = next((v for v in value if not isinstance(v, str)), None)
+        if bad is not None:
+            return f"an array holding {_kind(bad)}"
+    return _kind(value)
 
 
 def load_config(path: Path | None = None, start: Path | None = None) -> Config:
@@ -251,17 +313,13 @@ def load_config(path: Path | None = None, start: Path | None = None) -> Config:
         path = find_config_file(start or Path.cwd())
         if path is None:
             return Config()
-    import tomllib
-
-    try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise ConfigError(f"{path}: no such config file") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ConfigError(f"{path}: cannot read: {exc}") from None
-    except tomllib.TOMLDecodeError as exc:
-        raise ConfigError(f"{path}: invalid TOML: {exc}") from None
-    table = data.get("tool", {}).get("candle-port", {}) if path.name == "pyproject.toml" else data
+    data = parse_toml(read_config_text(path), path)
+    if path.name == "pyproject.toml":
+        table = _tool_table(data, path).get("candle-port", {})
+        if not isinstance(table, dict):
+            raise ConfigError(f"{path}: [tool] candle-port must be a table ([tool.candle-port]), not {_kind(table)}")
+    else:
+        table = data
     return config_from_table(table, path)
 
 
@@ -276,8 +334,10 @@ def config_from_table(table: dict, path: Path) -> Config:
         if value is None:
             return None
         if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
-            raise ConfigError(f"{path}: {key} must be a list of rule codes")
+            raise ConfigError(f"{path}: {key} must be a list of rule codes, not {_list_kind(value)}")
         result = tuple(v.upper() for v in value)
+        if key == "select" and not result:
+            raise ConfigError(f"{path}: select is empty, so no rule would run; remove it to run every rule")
         check_codes(result, f"{path}: {key}")
         return result
 
@@ -288,23 +348,28 @@ def config_from_table(table: dict, path: Path) -> Config:
             changes[attr] = value
     pfi = table.get("per-file-ignores", {})
     if not isinstance(pfi, dict):
-        raise ConfigError(f"{path}: per-file-ignores must be a table of glob = [codes]")
+        raise ConfigError(f"{path}: per-file-ignores must be a table of glob = [codes], not {_kind(pfi)}")
+    for glob, value in pfi.items():
+        if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+            raise ConfigError(f"{path}: per-file-ignores {glob!r} must be a list of rule codes, not {_list_kind(value)}")
     changes["per_file_ignores"] = tuple((glob, tuple(c.upper() for c in v)) for glob, v in pfi.items())
     for glob, pfi_codes in changes["per_file_ignores"]:
         check_codes(pfi_codes, f"{path}: per-file-ignores {glob!r}")
     severity = table.get("severity", {})
-    if not isinstance(severity, dict) or any(v not in ("error", "warning") for v in severity.values()):
+    if not isinstance(severity, dict) or any(not isinstance(v, str) or v not in ("error", "warning") for v in severity.values()):
         raise ConfigError(f"{path}: severity must map rule codes to \"error\" or \"warning\"")
     changes["severity"] = tuple(sorted((k.upper(), v) for k, v in severity.items()))
     check_codes(tuple(code for code, _ in changes["severity"]), f"{path}: severity", exact=True)
     if "strategy" in table:
-        if table["strategy"] not in ("runtime", "nearest", "convtranspose"):
+        if not isinstance(table["strategy"], str) or table["strategy"] not in ("runtime", "nearest", "convtranspose"):
             raise ConfigError(f"{path}: strategy must be runtime, nearest or convtranspose")
         changes["strategy"] = table["strategy"]
     if "candle-version" in table:
         changes["candle_version"] = check_candle_version(table["candle-version"], f"{path}: candle-version")
     if "cache-dir" in table:
-        changes["cache_dir"] = str(table["cache-dir"])
+        if not isinstance(table["cache-dir"], str):
+            raise ConfigError(f"{path}: cache-dir must be a string (a directory), not {_kind(table['cache-dir'])}")
+        changes["cache_dir"] = table["cache-dir"]
     return config.replace(**changes)
 
 
@@ -313,7 +378,7 @@ def _strings(table: dict, key: str, path: Path) -> tuple[str, ...] | None:
     if value is None:
         return None
     if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
-        raise ConfigError(f"{path}: {key} must be a list of strings")
+        raise ConfigError(f"{path}: {key} must be a list of strings, not {_list_kind(value)}")
     return tuple(value)
 
 

@@ -14,8 +14,8 @@ from candle_port.cli.entry import single_command_app
 from candle_port.cli.fix import fix_command
 
 SITE = "import torch.nn.functional as F\ny = F.interpolate(x, scale_factor=2, mode='bilinear')\n"
-FIXED = (
-    "import torch.nn.functional as F\nimport candle_port.runtime as candle_runtime\n"
+FIXED = (  # F's only use was the site: its import goes too (issue 36)
+    "import candle_port.runtime as candle_runtime\n"
     "y = candle_runtime.interpolate(x, scale_factor=2, mode='bilinear')\n"
 )
 APP = single_command_app(fix_command, "port-fix")

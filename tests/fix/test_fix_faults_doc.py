@@ -9,7 +9,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 DOC = ROOT / "docs" / "reliability.md"
 FAULT_FILES = ["tests/fix/test_fix_faults.py", "tests/fix/test_fix_nothing_lost.py", "tests/fix/test_fix_isolation.py",
-               "tests/fix/test_fix_interrupt.py", "tests/fix/test_fix_journal.py", "tests/test_worker_isolation.py", "tests/test_cache_and_jobs_limits.py"]
+               "tests/fix/test_fix_interrupt.py", "tests/fix/test_fix_journal.py", "tests/test_worker_isolation.py", "tests/test_cache_and_jobs_limits.py",
+               "tests/fix/test_fix_write_window.py", "tests/fix/test_fix_bad_inputs.py", "tests/fix/test_fix_exact_type.py",
+               "tests/fix/test_fix_unused_imports.py"]
 
 
 NAMED = r"`(test_\w+)(?:\[[^\]`]*\])?`"

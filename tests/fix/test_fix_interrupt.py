@@ -93,3 +93,49 @@ def test_killing_the_main_process_leaves_no_worker_behind(tmp_path: Path):
     assert alive == []
     # The kill left the run's journal, named with its process id, for the next run's sweep.
     assert [p.name.startswith(f"{parallel.JOURNAL_PREFIX}{process.pid}-") for p in temp_root.iterdir()] == [True]
+
+
+def _pooled_run(tmp_path: Path):
+    """port-fix -j 2 on 600 files (far more than 3 s of work), its system temporary directory private."""
+    tree = tmp_path / "tree"
+    tree.mkdir()
+    for i in range(600):
+        (tree / f"m{i:03}.py").write_text(SITE + "".join(f"z{j} = {j}\n" for j in range(400)))
+    temp_root = tmp_path / "system-tmp"
+    temp_root.mkdir()
+    env = {**os.environ, "PYTHONPATH": str(ROOT / "src"), "TMPDIR": str(temp_root)}
+    process = subprocess.Popen(
+        [sys.executable, "-m", "candle_port", "fix", "-j", "2", str(tree)],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, cwd=tree, start_new_session=True,
+    )
+    time.sleep(3)  # past start-up, inside the pooled run
+    return tree, temp_root, process
+
+
+def _assert_every_written_file_listed(tree: Path, temp_root: Path, process, err: str) -> None:
+    assert process.returncode == 130, err[-2000:]
+    assert "port-fix: interrupted after" in err
+    rewritten = {line.split(": rewritten before")[0] for line in err.splitlines() if ": rewritten before the interrupt" in line}
+    assert rewritten, err[-2000:]
+    for path in tree.glob("m*.py"):
+        assert ("candle_runtime" in path.read_text()) == (str(path) in rewritten), path
+    assert not list(tree.glob(f".*{writeback.TEMP_SUFFIX}"))
+    assert list(temp_root.iterdir()) == []  # the journal removed
+
+
+def test_ctrl_c_twice_still_lists_every_written_file(tmp_path: Path):
+    tree, temp_root, process = _pooled_run(tmp_path)
+    process.send_signal(signal.SIGINT)
+    time.sleep(0.01)  # the second lands while the run winds down (workers finishing, journal read)
+    process.send_signal(signal.SIGINT)
+    _, err = process.communicate(timeout=120)
+    _assert_every_written_file_listed(tree, temp_root, process, err)
+
+
+def test_sighup_to_the_process_group_lists_every_written_file_and_removes_the_journal(tmp_path: Path):
+    tree, temp_root, process = _pooled_run(tmp_path)
+    os.killpg(process.pid, signal.SIGHUP)  # the terminal closed: the workers get it too
+    _, err = process.communicate(timeout=120)
+    children = subprocess.run(["pgrep", "-P", str(process.pid)], capture_output=True, text=True).stdout.split()
+    assert children == []
+    _assert_every_written_file_listed(tree, temp_root, process, err)

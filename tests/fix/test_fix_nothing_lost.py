@@ -22,8 +22,8 @@ from candle_port.rewriters import writeback
 from candle_port.rewriters.writeback import WritePolicy, WriteRefused, take_snapshot, write_back
 
 SITE = "import torch.nn.functional as F\ny = F.interpolate(x, scale_factor=2, mode='bilinear')\n"
-FIXED = (
-    "import torch.nn.functional as F\nimport candle_port.runtime as candle_runtime\n"
+FIXED = (  # F's only use was the site: its import goes too (issue 36)
+    "import candle_port.runtime as candle_runtime\n"
     "y = candle_runtime.interpolate(x, scale_factor=2, mode='bilinear')\n"
 )
 OTHER_WRITER = "# the user's own edit, made while port-fix ran\n" + SITE
@@ -61,9 +61,9 @@ def tree(tmp_path: Path) -> Path:
             id="latin1-cookie",
         ),
         pytest.param(
-            b"import torch.nn.functional as F\r\n\ny = F.interpolate(x, scale_factor=2, mode='bilinear')\r\nz = 1\n",
+            b"import torch.nn.functional as F\r\n\ny = F.interpolate(x, scale_factor=2, mode='bilinear')\r\nz = F.relu\n",
             b"import torch.nn.functional as F\r\nimport candle_port.runtime as candle_runtime\r\n\n"
-            b"y = candle_runtime.interpolate(x, scale_factor=2, mode='bilinear')\r\nz = 1\n",
+            b"y = candle_runtime.interpolate(x, scale_factor=2, mode='bilinear')\r\nz = F.relu\n",  # F still read: kept
             id="mixed-newlines",
         ),
     ],
@@ -249,6 +249,8 @@ def test_a_crash_mid_write_leaves_the_original_and_no_temp_file(tree: Path, monk
 
     (tree / "second.py").write_text(SITE)
     monkeypatch.setattr(writeback.os, target, boom)
+    if target == "replace":  # the replace is an atomic exchange where the system has one
+        monkeypatch.setattr(writeback, "_exchange", boom)
     result = run(tree)
     assert result.exit_code == 3
     assert (tree / "model.py").read_text() == SITE and (tree / "second.py").read_text() == SITE
@@ -263,6 +265,7 @@ def test_an_interrupt_mid_write_leaves_the_original_and_no_temp_file(tree: Path,
     path = tree / "model.py"
     snapshot = take_snapshot(str(path))
     monkeypatch.setattr(writeback.os, "replace", interrupted)
+    monkeypatch.setattr(writeback, "_exchange", interrupted)  # the replace, where the system can exchange
     with pytest.raises(KeyboardInterrupt):
         write_back(snapshot, FIXED.encode())
     assert path.read_text() == SITE
@@ -317,12 +320,12 @@ def test_unreadable_file_is_exit_3_and_others_fixed(tree: Path, monkeypatch):
     denied = tree / "denied.py"
     denied.write_text(SITE)
 
-    def read(path):
+    def read(path, *limit):
         if Path(path) == denied:  # chmod 000 does not stop root, so deny the read here
             from candle_port.pipeline.sources import SourceError
 
             raise SourceError("Permission denied")
-        return real_read(path)
+        return real_read(path, *limit)
 
     monkeypatch.setattr(writeback, "read_regular_file", read)
     result = run(tree)

@@ -10,7 +10,9 @@ every other file was still fixed; when several apply the highest wins.
 from __future__ import annotations
 
 import enum
+import errno
 import json
+import os
 import signal
 import sys
 from collections import Counter
@@ -98,6 +100,8 @@ def fix_command(
             common.fail_usage("'-' (stdin) cannot be combined with other paths")
         report = _fix_stdin(stdin_filename or "<stdin>", chosen, settings, vendor)
         result = report.results[0] if report.results else None
+        if vendor is not None and chosen != "nearest" and write and result is not None and result.changed:
+            report.vendored = _write_vendored(vendor)  # before the text that imports it is emitted
         if result is not None and not check:
             if diff:
                 sys.stdout.write(unified_diff(result))
@@ -113,37 +117,98 @@ def fix_command(
         from candle_port.rewriters.vendor import VendorError
         from candle_port.rewriters.writeback import WriteFailed, WriteRefused
 
-        previous = signal.signal(signal.SIGTERM, _interrupt)  # stop like Ctrl-C: report what was written
+        stop = _StopSignals()  # Ctrl-C, SIGTERM, SIGHUP: stop once, report what was written
         try:
-            report = fix_files(
-                paths, chosen, settings, write=write, vendor=vendor, jobs=jobs, force_read_only=force_read_only, ops_crate=ops_crate
-            )
-        except (OSError, VendorError, WriteFailed, WriteRefused) as exc:
-            reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
-            common.fail_usage(f"cannot write the vendored runtime, no file was changed: {reason}")
+            try:
+                report = fix_files(
+                    paths, chosen, settings, write=write, vendor=vendor, jobs=jobs, force_read_only=force_read_only, ops_crate=ops_crate
+                )
+            except (OSError, VendorError, WriteFailed, WriteRefused) as exc:
+                reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+                common.fail_usage(f"cannot write the vendored runtime, no file was changed: {reason}")
+            stop.hold()  # from here on a signal cannot cut the report short
+            if diff:
+                for result in report.changed:
+                    sys.stdout.write(unified_diff(result))
+            _report(report, chosen, output_format, quiet, write, check)
         finally:
-            signal.signal(signal.SIGTERM, previous)
-        if diff:
-            for result in report.changed:
-                sys.stdout.write(unified_diff(result))
-    _summarize(report, chosen, output_format, quiet, write, stdin="-" in paths)
-    if report.interrupted:
-        err = common.stderr_console()
-        verb = "rewritten" if write else "would change"
-        for result in report.changed:
-            err.print(f"{result.path}: {verb} before the interrupt", soft_wrap=True, markup=False, highlight=False)
-        changed = len(report.changed)
-        err.print(
-            f"port-fix: interrupted after {report.files_seen} file{'s' * (report.files_seen != 1)}; "
-            f"{changed} {verb} (listed above), the others untouched",
-            soft_wrap=True, markup=False,
-        )
-        raise typer.Exit(ExitCode.INTERRUPTED)
-    raise typer.Exit(_exit_code(report, check))
+            stop.restore()
+    _report(report, chosen, output_format, quiet, write, check, stdin=True)
 
 
-def _interrupt(signum, frame) -> None:
-    raise KeyboardInterrupt
+def _report(report, chosen: str, output_format, quiet: bool, write: bool, check: bool, stdin: bool = False) -> None:
+    """The summary, the list of files rewritten before an interrupt, and the exit code.
+
+    When the summary cannot be written (stdout closed or on a full disk), the files changed are
+    still said on stderr where possible, and the exit code is at least 3, never 2 (which would say
+    nothing was done).
+    """
+    code = ExitCode.INTERRUPTED if report.interrupted else _exit_code(report, check)
+    try:
+        if output_format is SummaryFormat.JSON and not stdin and sys.stdout is None:
+            raise OSError(errno.EBADF, "stdout is closed")  # print() would drop it without a word
+        _summarize(report, chosen, output_format, quiet, write, stdin=stdin)
+        if report.interrupted:
+            _list_interrupted(report, write)
+        if sys.stdout is not None:
+            sys.stdout.flush()
+    except OSError as exc:
+        _summary_lost(report, write, exc)
+        code = worst(code, ExitCode.BAD_INPUT)
+    raise typer.Exit(code)
+
+
+def _list_interrupted(report, write: bool) -> None:
+    err = common.stderr_console()
+    verb = "rewritten" if write else "would change"
+    for result in report.changed:
+        err.print(f"{result.path}: {verb} before the interrupt", soft_wrap=True, markup=False, highlight=False)
+    changed = len(report.changed)
+    err.print(
+        f"port-fix: interrupted after {report.files_seen} file{'s' * (report.files_seen != 1)}; "
+        f"{changed} {verb} (listed above), the others untouched",
+        soft_wrap=True, markup=False,
+    )
+
+
+def _summary_lost(report, write: bool, exc: OSError) -> None:
+    """The summary could not be written: what changed, one line a file, plainly on stderr (if it can)."""
+    verb = "rewritten" if write else "would change"
+    lines = [f"{result.path}: {verb}" for result in report.changed]
+    lines.append(f"port-fix: could not write the summary ({exc.strerror or exc}); {len(report.changed)} file(s) {verb} (listed above)")
+    try:
+        sys.stderr.write("\n".join(lines) + "\n")
+        sys.stderr.flush()
+    except (OSError, ValueError, AttributeError):  # stderr closed too (None)
+        pass  # no stream left to say it on: the exit code still does
+    try:
+        sys.stdout = open(os.devnull, "w")  # nothing more reaches the closed stream at exit
+    except OSError:
+        pass
+
+
+class _StopSignals:
+    """SIGINT, SIGTERM and SIGHUP stop the run once (KeyboardInterrupt); a second one while it
+    winds down (workers stopping, journal read and removed) or reports is ignored, so a double
+    Ctrl-C or a hang-up never loses the list of files already rewritten."""
+
+    SIGNALS = tuple(getattr(signal, name) for name in ("SIGINT", "SIGTERM", "SIGHUP") if hasattr(signal, name))
+
+    def __init__(self) -> None:
+        self.stopping = False
+        self.previous = {signum: signal.signal(signum, self._handle) for signum in self.SIGNALS}
+
+    def _handle(self, signum, frame) -> None:
+        if not self.stopping:
+            self.stopping = True
+            raise KeyboardInterrupt
+
+    def hold(self) -> None:
+        self.stopping = True
+
+    def restore(self) -> None:
+        for signum, handler in self.previous.items():
+            signal.signal(signum, handler)
 
 
 def _exit_code(report, check: bool) -> int:
@@ -153,6 +218,18 @@ def _exit_code(report, check: bool) -> int:
     if check and report.changed:
         codes.append(ExitCode.FINDINGS)
     return worst(*codes)
+
+
+def _write_vendored(vendor: Path) -> str:
+    """`--vendor DIR` with stdin: the module the emitted text imports, written first; exit 2 if it cannot be."""
+    from candle_port.rewriters.vendor import VendorError, write_vendored
+    from candle_port.rewriters.writeback import WriteFailed, WriteRefused
+
+    try:
+        return str(write_vendored(vendor))
+    except (OSError, VendorError, WriteFailed, WriteRefused) as exc:
+        reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+        common.fail_usage(f"cannot write the vendored runtime, nothing was emitted: {reason}")
 
 
 def _fix_stdin(filename: str, strategy: str, settings, vendor: Optional[Path]):

@@ -41,6 +41,8 @@ def effective_config(config_path: Path | None, paths: list[str], select: str | N
     try:
         config = load_config(config_path, start if start is not None and start.exists() else None)
         selected, ignored = split_codes(select), split_codes(ignore)
+        if selected == ():  # `--select ""` or `--select ,`: every rule off, and "no findings" would be a lie
+            raise ConfigError(f"--select {select!r} names no rule code; omit it to run every rule")
         check_codes(selected or (), "--select")
         check_codes(ignored or (), "--ignore")
     except ConfigError as exc:

@@ -73,11 +73,17 @@ class ResultCache:
             result.call_words = frozenset(words) if words is not None else None
             if result.summary is not None and not isinstance(result.summary, dict):
                 return None
+            if not all(_is_finding(f) for f in raw["findings"]) or not _are_strings(result.refs):
+                return None
+            if words is not None and not _are_strings(words):
+                return None
             result.findings = [
                 Finding(**{**f, "severity": Severity(f["severity"]), "fixes": tuple(f["fixes"])})
                 for f in raw["findings"]
             ]
             if raw.get("error"):
+                if not _is_file_error(raw["error"]):
+                    return None
                 result.error = FileError(**raw["error"])
         except (KeyError, TypeError, ValueError, AttributeError):
             return None  # valid JSON of the wrong shape (edited, another version): a miss, rewritten
@@ -113,6 +119,40 @@ class ResultCache:
 
 
 _WRITES = itertools.count()
+
+# What each field of a cached finding or error must be: an edited or corrupted entry (a line of
+# "NaN", a message that is a number) is a miss, never a result (SARIF would carry it).
+_FINDING_FIELDS = {
+    "code": str, "path": str, "line": int, "column": int, "message": str, "severity": str, "why": str,
+    "fixes": list, "end_line": (int, type(None)), "hint": str, "wrapper": str,
+}
+_ERROR_FIELDS = {"path": str, "reason": str, "line": (int, type(None)), "column": (int, type(None))}
+
+
+def _fields_are(raw, fields: dict, required: tuple[str, ...]) -> bool:
+    if not isinstance(raw, dict) or set(raw) - set(fields) or not set(required) <= set(raw):
+        return False
+    for name, value in raw.items():
+        if isinstance(value, bool) or not isinstance(value, fields[name]):
+            return False  # bool is an int to isinstance: a line of `true` is no line
+        if isinstance(value, int) and name in ("line", "column", "end_line") and value < (1 if name != "column" else 0):
+            return False
+    return True
+
+
+def _are_strings(values) -> bool:
+    return isinstance(values, (list, tuple)) and all(isinstance(v, str) for v in values)
+
+
+def _is_finding(raw) -> bool:
+    return (
+        _fields_are(raw, _FINDING_FIELDS, ("code", "path", "line", "column", "message", "severity", "why", "fixes"))
+        and _are_strings(raw["fixes"])
+    )
+
+
+def _is_file_error(raw) -> bool:
+    return _fields_are(raw, _ERROR_FIELDS, ("path", "reason"))
 
 DAY_SECONDS = 24 * 3600
 UNUSED_DAYS = 30  # an entry no run read or wrote for this long is removed

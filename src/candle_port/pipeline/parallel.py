@@ -102,6 +102,8 @@ def _worker_init() -> None:
     """In each worker: leave Ctrl-C to the main process, die when it dies, cap its memory."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, signal.SIG_DFL)  # not the command's handler, inherited by fork
+    if hasattr(signal, "SIGHUP"):
+        signal.signal(signal.SIGHUP, signal.SIG_DFL)  # a hang-up stops the workers; the main process reports
     if sys.platform.startswith("linux"):
         import ctypes  # here: a run that starts no worker never needs it (1 ms)
 

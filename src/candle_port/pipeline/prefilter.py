@@ -135,8 +135,8 @@ def _lexeme_end(text: str, start: int) -> tuple[int | None, bool]:
     """(where the comment or string literal at `start` ends or None if it does not, whether it is
     an f-string)."""
     if text[start] == "#":
-        end = text.find("\n", start)
-        return (len(text) if end == -1 else end), False
+        end = _LINE_BREAK.search(text, start)  # "\r" alone ends a line too (old Mac files): Python reads it so
+        return (len(text) if end is None else end.start()), False
     quote = text[start] * 3 if text.startswith(text[start] * 3, start) else text[start]
     prefix = start
     while prefix > start - 2 and prefix > 0 and text[prefix - 1] in _PREFIX_LETTERS:
@@ -148,12 +148,16 @@ def _lexeme_end(text: str, start: int) -> tuple[int | None, bool]:
         if close == -1:
             return None, formatted
         if len(quote) == 1:
-            line_end = text.find("\n", at, close)
-            if line_end != -1 and not _escaped(text, line_end - (text[line_end - 1 : line_end] == "\r")):
+            found = _LINE_BREAK.search(text, at, close)
+            line_end = found.start() if found else -1
+            if line_end != -1 and not _escaped(text, line_end):
                 return None, formatted  # the line ends inside a one-line string: not what it seems
         if not _escaped(text, close):
             return close + len(quote), formatted
         at = close + 1
+
+
+_LINE_BREAK = re.compile(r"[\r\n]")
 
 
 def _escaped(text: str, at: int) -> bool:

@@ -24,7 +24,7 @@ from candle_port.pipeline.checker import findings_for_scan, harmless_without_gra
 from candle_port.config import Config
 from candle_port.pipeline.findings import FileError
 from candle_port.pipeline.prefilter import may_hold_sites
-from candle_port.rewriters import imports, strategies
+from candle_port.rewriters import exact_type, imports, strategies, unused_imports
 from candle_port.rewriters.results import Fixed, FixError, FixResult, Refused, Skipped, Unfixable
 from candle_port.rewriters.splice import splice
 from candle_port.rewriters.strategies import CONVTRANSPOSE, NEAREST, RUNTIME, STRATEGIES
@@ -78,6 +78,7 @@ def fix_text(
     for finding in findings:
         by_position.setdefault((finding.line, finding.column), []).append(finding.code)
     rules = [rule for rule in all_rules() if rule.code in considered]
+    class_checks = None  # built once, when a class would be swapped
 
     planned: list[tuple[Site, str]] = []  # (site, codes)
     for site in scan.sites:
@@ -101,6 +102,9 @@ def fix_text(
             reason = f"the {strategy} strategy does not fix {code}"
         if reason is None and site.kind == "subclass" and _subclass_base(site) is None:
             reason = f"cannot locate the nn.{site.api.name} base class of this subclass; rewrite it by hand"
+        if reason is None and _swaps_class(site, chosen):
+            class_checks = class_checks or exact_type.ClassChecks(tree)
+            reason = class_checks.refusal(site, chosen.replacement_subclasses_api)
         if reason is not None:
             refused = Refused(code, line, column, reason)
             if refused not in result.refused:  # a layer chosen at run time: one site per class it can be
@@ -121,11 +125,17 @@ def fix_text(
         return result
     try:
         new_text = _rewrite(module, tree, text, planned, strategy, vendored_module, result, fast)
+    except _NoPlaceForImport as exc:
+        result.refused.extend(Refused(f.code, f.line, f.column, str(exc)) for f in result.fixed)
+        result.fixed.clear()
+        result.import_added = None
+        return result
     except _Unlocated as exc:
         result.error = FileError(path, f"internal error, file left unchanged: libcst has no node for the {exc}")
         result.fixed.clear()
         result.import_added = None
         return result
+    new_text, result.imports_removed = unused_imports.remove_made_unused(tree, new_text, path)
     problem = _verify(new_text, path, config, strategy, result)
     if problem is not None and not _compiles(text, path):
         # libcst reads newer syntax than the running Python compiles: not a port-fix bug.
@@ -135,14 +145,22 @@ def fix_text(
         )
         result.fixed.clear()
         result.import_added = None
+        result.imports_removed = []
         return result
     if problem is not None:
         result.error = FileError(path, f"internal error, file left unchanged: {problem}")
         result.fixed.clear()
         result.import_added = None
+        result.imports_removed = []
         return result
     result.text = new_text
     return result
+
+
+def _swaps_class(site: Site, chosen: strategies.Strategy) -> bool:
+    """Whether the rewrite puts another class where the site's layer class was (a subclass's base
+    changes nothing an exact-type check of the layer class sees)."""
+    return site.api.is_module and site.kind != "subclass" and chosen.target(None) is not None
 
 
 def _list_unfixable(findings, result: FixResult) -> None:
@@ -310,7 +328,18 @@ def _rewrite(module: cst.Module, tree: ast.Module, text: str, planned, strategy:
     if target is not None and transformer.used_target and imports.existing_alias(module, target.module) is None:
         new_module = imports.add_import(new_module, target.module, alias)
         result.import_added = f"import {target.module} as {alias}"
+        if not any(imports.imports_torch(statement) for statement in module.body):
+            # Placed where torch is imported (optional torch): every fixed site must see it.
+            if not imports.alias_seen_by_every_use(new_module.code, alias):
+                raise _NoPlaceForImport(
+                    f"torch is imported only inside other functions or blocks, so no place for `import {target.module}` "
+                    "is seen by this site without importing torch where the module did not; rewrite it by hand"
+                )
     return new_module.code
+
+
+class _NoPlaceForImport(Exception):
+    """The runtime import cannot go where the file imports torch and still be seen by every fixed site."""
 
 
 class _Unlocated(Exception):

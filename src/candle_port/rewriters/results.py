@@ -63,6 +63,7 @@ class FixResult:
     unfixable: list[Unfixable] = field(default_factory=list)
     error: FileError | None = None
     import_added: str | None = None
+    imports_removed: list[str] = field(default_factory=list)  # names whose torch import the fix left unused
     needs_ops_crate: bool = False  # a Rust rewrite calls candle-port-ops: its crate needs the dependency
 
     @property

@@ -173,11 +173,18 @@ def vendored_module_name(directory: Path) -> str:
     return ".".join(parts)
 
 
+def _written_by_port_fix(data: bytes) -> bool:
+    from candle_port.pipeline.prefilter import is_vendored_runtime
+
+    return is_vendored_runtime(data.decode("utf-8", "replace"))
+
+
 def write_vendored(directory: Path) -> Path:
     """Write DIR/candle_port_runtime.py (and DIR/__init__.py inside a package) and check it; return the file.
 
     Atomic (writeback.create_or_replace) and read back before returning, so the caller can write
-    model files that import it knowing it is complete.
+    model files that import it knowing it is complete. An existing file there that port-fix did
+    not write, or a symlink, is refused (WriteRefused), never replaced or followed.
     """
     from candle_port.rewriters.writeback import create_or_replace, take_snapshot
 
@@ -189,7 +196,8 @@ def write_vendored(directory: Path) -> Path:
         create_or_replace(str(init), b"")
     target = directory / f"{VENDORED_MODULE_NAME}.py"
     data = source.encode("utf-8")
-    create_or_replace(str(target), data)
+    # Replaced only when port-fix wrote it: a user's own candle_port_runtime.py is refused, not overwritten.
+    create_or_replace(str(target), data, owned=_written_by_port_fix)
     if take_snapshot(str(target)).data != data:
         raise VendorError(f"{target} does not hold what was written")
     return target

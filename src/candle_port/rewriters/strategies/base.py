@@ -46,6 +46,9 @@ class Strategy:
     exact: bool = False  # computes what torch computes (verify judges it against the original)
     rewrites_source: bool = True  # False: works on the built model (convert), never on the source
     splices: bool = True  # the rewrite only swaps the callee, so the fast text splice applies
+    # The class that replaces a layer class subclasses it, so isinstance checks still hold
+    # (exact_type.py refuses where `type(m) == nn.X` would change either way).
+    replacement_subclasses_api: bool = True
 
     def considers(self, site: Site) -> bool:
         """Whether the site is this strategy's to fix or refuse; others stay `unfixable` (with the rule's hint)."""

@@ -28,6 +28,7 @@ class ConvTranspose(Strategy):
     name = "convtranspose"
     fixed_codes = ("CP101",)
     help = "learnable transposed conv, exact at init"
+    replacement_subclasses_api = False  # ConvTransposeUpsample is an nn.Module, not an nn.Upsample
 
     def site_refusal(self, site: Site) -> str | None:
         return bilinear_refusal(self.name, site)
