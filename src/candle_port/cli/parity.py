@@ -10,10 +10,9 @@ from pathlib import Path
 from typing import Annotated, Optional
 
 import typer
-from rich.markup import escape
 
 from candle_port.cli import common
-from candle_port.cli.verify import MODEL_PANEL, DType, _json_object, parse_shape
+from candle_port.cli.verify import MODEL_PANEL, DType, _error, _json_object, parse_shape
 
 EXIT_MATCH, EXIT_DIVERGES, EXIT_ERROR = 0, 1, 2
 
@@ -31,11 +30,6 @@ class Loss(str, enum.Enum):
 class CompareFormat(str, enum.Enum):
     text = "text"
     json = "json"
-
-
-def _error(message: str) -> None:
-    common.stderr_console().print(f"[bold red]error[/bold red]: {escape(message)}", highlight=False, soft_wrap=True)
-    raise typer.Exit(EXIT_ERROR)
 
 
 def _progress(message: str) -> None:
