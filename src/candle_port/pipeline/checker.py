@@ -152,7 +152,8 @@ def check_text(
     prefiltered: bool = False,
     skip_unrelated: bool = False,
 ) -> FileResult:
-    """Check one source text; a syntax error becomes the result's `error`.
+    """Check one source text; a syntax error becomes the result's `error`, also in a text that
+    names no API unless `prefiltered` (the caller found that it may hold a site: a tree's file).
 
     `index`: the project index (analysis/index.py) of the tree the file is checked in, for names
     defined in other modules; without it, the file's own module constants, enums and wrappers count.
@@ -164,6 +165,11 @@ def check_text(
     config = config or Config()
     result = FileResult(path)
     if not prefiltered and not may_hold_sites(text) and (index is None or not index.mentioned_in(text)):
+        # One text (check_source, stdin): its syntax errors are reported like ruff's, though it
+        # holds no site. A tree's files are prefiltered instead (docs/port-check.md says why).
+        tree = parse(text, path)
+        if isinstance(tree, FileError):
+            result.error = tree
         return result
     needed = _scan_needed_bodies(text, path, index, package, module) if skip_unrelated else None
     if needed is not None:

@@ -41,8 +41,7 @@ class ConvTranspose(Rule):
         "unless output_padding < stride)"
     )
     source = (
-        "candle-core/src/backprop.rs:314-342 (../shared/candle-ops.md, sections 2.1 and 3.3; "
-        "measured in candle 0.11.0: docs/candle-measured.md)"
+        "candle-core/src/backprop.rs:314-342 (measured in candle 0.11.0: docs/candle-measured.md)"
     )
     severity_note = "a warning when groups is not known statically (a variable, `math.gcd(c1, c2)`)"
     fix_hint = f"1-D: {HINT_1D}; groups: {HINT_GROUPS}; {HINT_OUTPUT_PADDING}"
