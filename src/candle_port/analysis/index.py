@@ -171,14 +171,21 @@ def summarize(module: str, path: str, builder, resolver, sites) -> ModuleSummary
         bases += sorted(f"{module}.{base.id}" for base in info.node.bases if isinstance(base, ast.Name) and _local_class(base.id, scope))
         if bases:
             summary.classes[info.node.name] = bases
-        if set(bases) & _ENUM_BASES or any(_is_enum_class(b, summary) for b in bases):
+        certain = bool(set(bases) & _ENUM_BASES) or any(_is_enum_class(b, summary) for b in bases)
+        # A class of another module's base (`class Mode(StrEnum)`, monai's StrEnum) may be an
+        # enum: the index decides from that base (ProjectIndex.enum_traits).
+        maybe = not certain and any(not b.startswith(("torch.", "builtins.", "enum.")) for b in bases)
+        if certain or maybe:
             members = {}
             for statement in info.node.body:
                 if isinstance(statement, ast.Assign) and len(statement.targets) == 1 and isinstance(statement.targets[0], ast.Name):
                     values = literals_of(statement.value)
                     if values is not None and len(values) == 1 and _plain(values[0]):
                         members[statement.targets[0].id] = values[0]
-            summary.enums[info.node.name] = {"str": bool(set(bases) & _STR_ENUM_BASES), "members": members}
+            if certain or members:
+                summary.enums[info.node.name] = {"str": bool(set(bases) & _STR_ENUM_BASES), "members": members}
+                if maybe:
+                    summary.enums[info.node.name]["maybe"] = True
     for site in sites:
         wrapper = _wrapper_of_site(site, module, path)
         if wrapper is not None and all(w["name"] != wrapper.name or w["param"] != wrapper.param for w in summary.wrappers):
@@ -568,12 +575,34 @@ class ProjectIndex:
             return [_tuple(v) for v in summary.constants[rest[0]]]
         enum = summary.enums.get(rest[0])
         if enum is not None and len(rest) in (2, 3) and rest[1] in enum["members"]:
+            is_enum, is_str = self.enum_traits(f"{summary.module}.{rest[0]}")
+            if not is_enum:
+                return None
             value = enum["members"][rest[1]]
             if len(rest) == 3 and rest[2] == "value":
                 return [_tuple(value)]
-            if len(rest) == 2 and enum["str"] and isinstance(value, str):
+            if len(rest) == 2 and is_str and isinstance(value, str):
                 return [value]  # a str-mixin member is the string
         return None
+
+    def enum_traits(self, qualified: str, depth: int = 0) -> tuple[bool, bool]:
+        """(an Enum, a str Enum) for a project class, through its bases in any module of the tree
+        (`class InterpolateMode(StrEnum)` with monai's `class StrEnum(str, Enum)` elsewhere)."""
+        if qualified in _ENUM_BASES or qualified in _STR_ENUM_BASES:
+            return qualified in _ENUM_BASES, qualified in _STR_ENUM_BASES
+        split = self._split(qualified) if depth <= _MAX_DEPTH else None
+        if split is None or len(split[1]) != 1:
+            return False, False
+        summary, (name,) = split
+        enum = summary.enums.get(name)
+        if enum is None:
+            return False, False
+        is_enum, is_str = not enum.get("maybe"), enum["str"]
+        for base in summary.classes.get(name, ()):
+            if base != f"{summary.module}.{name}":
+                base_enum, base_str = self.enum_traits(base, depth + 1)
+                is_enum, is_str = is_enum or base_enum, is_str or base_str
+        return is_enum, is_str and is_enum
 
     def external_names(self, qualified: str, depth: int = 0) -> set[str]:
         """The module APIs a project class subclasses (directly or through project classes)."""

@@ -350,11 +350,11 @@ def _share_with_workers(index):
 
 def _summarize_value_modules(files: list[str], results: list[FileResult]) -> None:
     """Summarize the modules that define the constants and enums the checked files use at a site
-    (`from .consts import MODE`): such a module names no API, so the first pass skipped it."""
-    wanted: set[str] = set()
-    for result in results:
-        wanted.update(ref[2:] for ref in result.refs if ref.startswith("v:"))
-    if not wanted:
+    (`from .consts import MODE`): such a module names no API, so the first pass skipped it. The
+    modules behind them are summarized too: a package `__init__` re-exporting the name, the
+    module of an enum's base class (monai's `InterpolateMode(StrEnum)`)."""
+    pending = sorted({ref[2:] for result in results for ref in result.refs if ref.startswith("v:")}, reverse=True)
+    if not pending:
         return
     by_tail: dict[tuple[str, ...], int] = {}
     for i, path in enumerate(files):
@@ -362,19 +362,40 @@ def _summarize_value_modules(files: list[str], results: list[FileResult]) -> Non
         if parts[-1] == "__init__":
             parts = parts[:-1]
         by_tail.setdefault(tuple(parts[-2:]), i)
-    done: set[int] = set()
-    for name in sorted(wanted):
+    seen: set[str] = set()
+    while pending and len(seen) < _MAX_VALUE_NAMES:
+        name = pending.pop()
+        if name in seen:
+            continue
+        seen.add(name)
         parts = name.split(".")
         for cut in range(len(parts) - 1, 0, -1):
             i = by_tail.get(tuple(parts[:cut][-2:]))
-            if i is None or i in done:
+            if i is None:
                 continue
-            done.add(i)
             result = results[i]
-            if result.parsed or result.summary or result.error is not None:
+            if result.error is not None:
                 break
-            result.summary = _summary_of(files[i])
+            if not result.parsed and not result.summary:
+                result.summary = _summary_of(files[i])
+            pending.extend(_names_behind(result.summary, parts[cut:]))
             break
+
+
+# Names followed through re-exports and enum bases, at most (a chain is a few names long).
+_MAX_VALUE_NAMES = 1000
+
+
+def _names_behind(summary: dict | None, rest: list[str]) -> list[str]:
+    """The qualified names a summarized module's `rest[0]` stands for elsewhere: its import's
+    target, or its class bases outside torch and the standard library."""
+    if not summary or not rest:
+        return []
+    target = summary.get("imports", {}).get(rest[0])
+    if target is not None:
+        return [".".join([target, *rest[1:]])]
+    bases = summary.get("classes", {}).get(rest[0], ())
+    return [base for base in bases if not base.startswith(("torch.", "builtins.", "enum."))]
 
 
 def _summary_of(path: str) -> dict | None:
