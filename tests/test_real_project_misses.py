@@ -69,3 +69,101 @@ def test_a_class_of_another_base_is_not_taken_for_an_enum(tmp_path):
         "pkg/net.py": NET.format(module="modes", attr=".value"),
     }
     assert _codes(_tree(tmp_path, files)) == [("pkg/net.py", "CP102", "warning")]
+
+
+SUBCLASSES = '''import math
+from torch import nn
+
+
+class DWConvTranspose2d(nn.ConvTranspose2d):
+    def __init__(self, c1, c2, k=1, s=1, p1=0, p2=0):
+        super().__init__(c1, c2, k, s, p1, p2, groups=math.gcd(c1, c2))
+
+
+class Grouped(nn.ConvTranspose2d):
+    def __init__(self, c, groups=4):
+        nn.ConvTranspose2d.__init__(self, c, c, 4, 2, 1, groups=groups)
+
+
+class Up(nn.Upsample):
+    def __init__(self, factor=2, mode="bilinear"):
+        super(Up, self).__init__(scale_factor=factor, mode=mode)
+
+
+class Pool(nn.MaxPool2d):
+    def __init__(self, k):
+        super().__init__(k, stride=k)
+
+
+class Net(nn.Module):
+    def __init__(self, c):
+        super().__init__()
+        self.a = DWConvTranspose2d(c, c, 2, 2)
+        self.b = Grouped(c)
+        self.c = Grouped(c, groups=1)
+        self.d = Up()
+        self.e = Up(mode="nearest")
+        self.f = Pool(2)
+        self.g = Pool(k=3)
+'''
+
+
+@pytest.mark.parametrize(
+    ("line", "expected"),
+    [
+        pytest.param(28, ("CP108", "warning", "groups not known statically (`math.gcd(c1, c2)`)"), id="computed-groups"),
+        pytest.param(29, ("CP108", "error", "(groups=4)"), id="default-of-init-passed-on"),
+        pytest.param(30, None, id="groups-1-passed-by-keyword"),
+        pytest.param(31, ("CP101", "error", "(mode='bilinear')"), id="upsample-mode-default"),
+        pytest.param(32, None, id="upsample-nearest-passed"),
+        pytest.param(33, ("CP107", "warning", "1/4 of the true gradient"), id="pool-kernel-passed-on-by-position"),
+        pytest.param(34, ("CP107", "warning", "1/9 of the true gradient"), id="pool-kernel-passed-on-by-keyword"),
+    ],
+)
+def test_subclass_is_judged_by_what_it_passes_to_super_init(line, expected):
+    """Before, a subclass with its own `__init__` had unknown arguments: no finding at all for the
+    pooling and convolution families, CP102 (unknown mode) for nn.Upsample."""
+    from candle_port.api import check_source
+
+    found = [(f.code, f.severity.value, f.message) for f in check_source(SUBCLASSES, "neck.py") if f.line == line]
+    if expected is None:
+        assert found == []
+    else:
+        assert [(code, severity) for code, severity, _ in found] == [expected[:2]]
+        assert expected[2] in found[0][2]
+
+
+RESIZE = (
+    "import torch.nn.functional as F\n\n\n"
+    "def resize(input, size=None, scale_factor=None, mode='nearest', align_corners=None):\n"
+    "    return F.interpolate(input, size, scale_factor, mode, align_corners)\n"
+)
+UPSAMPLE = (
+    "import torch.nn as nn\n\nfrom .resize_fn import resize\n\n\n"
+    "class Upsample(nn.Module):\n"
+    "    def __init__(self, size=None, scale_factor=None, mode='nearest', align_corners=None):\n"
+    "        super().__init__()\n        self.size = size\n        self.scale_factor = scale_factor\n"
+    "        self.mode = mode\n        self.align_corners = align_corners\n\n"
+    "    def forward(self, x):\n        return resize(x, self.size, self.scale_factor, self.mode, self.align_corners)\n"
+)
+HEAD = (
+    "import torch.nn as nn\n\nfrom ..ops import Upsample\n\n\n"
+    "class FPNHead(nn.Module):\n    def __init__(self):\n        super().__init__()\n"
+    "        self.up = Upsample(scale_factor=2, mode='bilinear', align_corners=False)\n"
+    "        self.near = Upsample(scale_factor=2)\n        self.cubic = Upsample(None, 2, 'bicubic')\n"
+)
+
+
+def test_mode_kept_on_self_and_passed_to_a_resize_helper_is_reported_where_built(tmp_path):
+    """mmsegmentation's `Upsample` stores `mode` in `__init__` and passes `self.mode` to its
+    `resize` in `forward`: its bilinear instances (HRNet, FPN and SETR heads) went unreported."""
+    root = _tree(tmp_path, {
+        "pkg/__init__.py": "", "pkg/heads/__init__.py": "",
+        "pkg/ops/__init__.py": "from .wrappers import Upsample, resize\n",
+        "pkg/ops/resize_fn.py": RESIZE, "pkg/ops/wrappers.py": UPSAMPLE, "pkg/heads/fpn.py": HEAD,
+    })
+    assert _codes(root) == [
+        ("pkg/heads/fpn.py", "CP101", "error"),
+        ("pkg/heads/fpn.py", "CP104", "error"),
+        ("pkg/ops/resize_fn.py", "CP102", "warning"),
+    ]

@@ -325,41 +325,74 @@ def _default(node: ast.expr | None) -> tuple | None:
 
 
 def _parameter_passes(builder, resolver, module: str) -> list:
-    """Calls that pass a bare parameter of the enclosing function: a wrapper of a wrapper, once the
-    callee turns out to be a wrapper and the argument its mode."""
+    """Calls that pass a bare parameter of the enclosing function, or `self.<attribute>` kept from a
+    parameter of the class's `__init__` (mmsegmentation's `Upsample` passes `self.mode` to its
+    `resize`): a wrapper of a wrapper, once the callee turns out to be a wrapper and the argument
+    its mode."""
     out = []
     for call, scope in builder.calls:
         candidates = None
         for position, arg in enumerate(call.args):
             if isinstance(arg, ast.Starred):
                 break
-            if isinstance(arg, ast.Name):
+            if isinstance(arg, ast.Name) or _self_attribute(arg):
                 candidates = candidates or []
-                candidates.append((arg.id, None, position))
+                candidates.append((arg, None, position))
         for keyword in call.keywords:
-            if keyword.arg is not None and isinstance(keyword.value, ast.Name):
+            if keyword.arg is not None and (isinstance(keyword.value, ast.Name) or _self_attribute(keyword.value)):
                 candidates = candidates or []
-                candidates.append((keyword.value.id, keyword.arg, None))
+                candidates.append((keyword.value, keyword.arg, None))
         if not candidates:
             continue
         callees = None
-        for name, keyword, position in candidates:
-            found = resolver.parameter(name, scope)
+        for node, keyword, position in candidates:
+            found = _passed_parameter(node, scope, resolver, module)
             if found is None:
                 continue
-            param, function_scope = found
-            key = _function_key(function_scope, module)
-            if key is None:
-                continue
+            qualified, func, is_method, param = found
             if callees is None:
                 callees = sorted(n for n in callee_names(call, scope, resolver, module) if not n.startswith(("torch.", "builtins.")))
             if not callees:
                 break
-            qualified, func, is_method = key
             out.append(
                 [qualified, list(_call_params(func, is_method)), param.name, _default(param.default), func.lineno, callees, keyword, position]
             )
     return out
+
+
+def _self_attribute(node: ast.expr) -> bool:
+    return isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == "self"
+
+
+def _passed_parameter(node: ast.expr, scope: Scope, resolver, module: str):
+    """(wrapper key, def node, is_method, Param) of the parameter `node` stands for: a parameter of
+    the enclosing function, or for `self.<attribute>` the `__init__` parameter it is set from once
+    (then the class, called as Class(...), is the wrapper); None otherwise."""
+    if isinstance(node, ast.Name):
+        found = resolver.parameter(node.id, scope)
+        if found is None:
+            return None
+        param, function_scope = found
+        key = _function_key(function_scope, module)
+        return None if key is None else (*key, param)
+    from candle_port.analysis.sites import self_assignments
+
+    class_scope = scope
+    while class_scope is not None and class_scope.kind != "class":
+        class_scope = class_scope.parent
+    if class_scope is None or class_scope.parent is None or class_scope.parent.kind != "module":
+        return None
+    cls = class_scope.node
+    found = self_assignments(cls, node.attr)
+    if len(found) != 1:
+        return None
+    method, _attr, value = found[0]
+    if method.name != "__init__" or not isinstance(value, ast.Name):
+        return None
+    params = {p.name: p for p in all_params(method.args)}
+    if value.id not in params:
+        return None
+    return f"{module}.{cls.name}", method, True, params[value.id]
 
 
 def callee_names(call: ast.Call, scope: Scope, resolver, module: str) -> set[str]:

@@ -5,7 +5,8 @@ project index's wrappers or API subclasses (`project_names`, in a later pass), `
 rebind a module name, which decides whether that name is a constant), or a name of this module
 that leads to a site:
 
-- a class whose bases name one (a subclass of an API: constructing it is a site), found here;
+- a class whose bases name one (a subclass of an API: constructing it is a site), found here,
+  and its `__init__` (what it passes to `super().__init__` is the API's arguments);
 - a module-level name bound by a statement that names one (`up = F.interpolate`), and a wrapper
   defined in this module (its calls are sites): both known only once the kept code is parsed and
   scanned, so the caller adds them with `more_names` and asks again (checker.py);
@@ -99,7 +100,12 @@ class Relevance:
             self.needed.add(id(unit))
             return set()
         if not unit.body_line or self.outline.line_of(offset) < unit.body_line:
-            return {unit.name}  # in its bases: a subclass of what the name stands for
+            # In its bases: a subclass of what the name stands for, whose `__init__` decides the
+            # base's arguments (super_init.py).
+            init = next((m for m in unit.methods if m.name == "__init__"), None)
+            if init is not None:
+                self._need_method(unit, init)
+            return {unit.name}
         return set()  # a class-level statement: always parsed
 
     def _need_method(self, cls: Unit, method: Unit) -> None:

@@ -15,6 +15,7 @@ from candle_port.analysis.class_values import class_values, may_pass_classes, re
 from candle_port.analysis.grad_mode import no_grad_reason
 from candle_port.analysis.names import Alias, ClassInfo, Collection, Import, Param, Resolver, Scope, ScopeBuilder, all_params, dotted_name
 from candle_port.analysis.names import Value as Assigned
+from candle_port.analysis.super_init import value_through_super
 from candle_port.analysis.values import Source, Value, code_of, evaluate, omitted, partial_literals
 
 _DEFAULTS = {
@@ -130,6 +131,11 @@ class Site:
                 return Value(True, self.wrapper_default, source=f"{self.wrapper}'s default", omitted=True)
             return Value(False, (), source=f"inside {self.wrapper}")
         own_init = self.subclass is not None and self.subclass.defines_init
+        default = self.api.default_mode if name == "mode" else self.api.defaults.get(name, _DEFAULTS.get(name))
+        if own_init:
+            through = value_through_super(self, name, default)
+            if through is not None:  # the base built with what the subclass passes it (super_init.py)
+                return through
         if own_init and self.api.family not in ("interpolate", "grid_sample"):
             # A pooling/conv subclass with its own __init__: its arguments are not the API's.
             return Value(False, (), source=f"{self.subclass.node.name}.__init__")
@@ -140,7 +146,6 @@ class Site:
             return Value(False, (), source=f"{self.subclass.node.name}.__init__")
         if self.star_kwargs or (self.star_args and name in self.api.params):
             return Value(False, (), source="*args/**kwargs")
-        default = self.api.default_mode if name == "mode" else self.api.defaults.get(name, _DEFAULTS.get(name))
         return omitted(default)
 
     @property
