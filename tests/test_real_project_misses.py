@@ -125,7 +125,7 @@ def test_subclass_is_judged_by_what_it_passes_to_super_init(line, expected):
     pooling and convolution families, CP102 (unknown mode) for nn.Upsample."""
     from candle_port.api import check_source
 
-    found = [(f.code, f.severity.value, f.message) for f in check_source(SUBCLASSES, "neck.py") if f.line == line]
+    found = [(f.code, f.severity.value, f.message) for f in check_source(SUBCLASSES, "neck.py") if f.line == line and f.code != "CP116"]
     if expected is None:
         assert found == []
     else:
@@ -167,3 +167,54 @@ def test_mode_kept_on_self_and_passed_to_a_resize_helper_is_reported_where_built
         ("pkg/heads/fpn.py", "CP104", "error"),
         ("pkg/ops/resize_fn.py", "CP102", "warning"),
     ]
+
+
+def _cp116(body: str) -> list[tuple[int, str]]:
+    from candle_port.api import check_source
+
+    text = "import torch\nimport torch.nn.functional as F\nfrom torch import nn\n\n\n" + body
+    return [(f.line, f.severity.value) for f in check_source(text, "neck.py") if f.code == "CP116"]
+
+
+LAYER = "class Neck(nn.Module):\n    def __init__(self):\n        super().__init__()\n        self.up = nn.Upsample(scale_factor=2)\n\n"
+
+
+@pytest.mark.parametrize(
+    ("body", "expected"),
+    [
+        pytest.param("def f(x):\n    return torch.cat([F.interpolate(x, scale_factor=2), x], 1)\n", [(7, "error")], id="functional-input-read-again"),
+        pytest.param("def f(x):\n    y = x * 2\n    return F.interpolate(x, scale_factor=2) + y\n", [(8, "error")], id="read-before-the-call"),
+        pytest.param(LAYER + "    def forward(self, x):\n        return self.up(x) + x.mean()\n", [(9, "error")], id="layer-on-self"),
+        pytest.param("def f(x):\n    up = nn.Upsample(scale_factor=2)\n    return up(x) - x\n", [(7, "error")], id="layer-on-a-local-name"),
+        pytest.param("def f(x, mode):\n    return nn.Sequential(nn.Upsample(scale_factor=2), nn.Identity())\n", [(7, "warning")], id="first-in-a-sequential-undecided"),
+        pytest.param(LAYER + "    def forward(self, x):\n        return x\n", [(9, "warning")], id="layer-called-nowhere-undecided"),
+    ],
+)
+def test_nearest_with_a_second_consumer_is_reported(body, expected):
+    assert _cp116(body) == expected
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        pytest.param("def f(x):\n    return F.interpolate(x, scale_factor=2)\n", id="one-consumer"),
+        pytest.param("def f(x):\n    x = F.interpolate(x, scale_factor=2)\n    return x + 1\n", id="name-rebound-by-the-call"),
+        pytest.param("def f(x, conv):\n    return F.interpolate(conv(x), scale_factor=2) + x\n", id="input-is-a-fresh-tensor"),
+        pytest.param("def f(x):\n    if x.shape[-1] != 4 and x is not None:\n        x = F.interpolate(x, size=(4, 4))\n    return x\n", id="shape-read-only"),
+        pytest.param("def f(x, c):\n    if c:\n        return x * 2\n    return F.interpolate(x, scale_factor=2)\n", id="read-in-a-branch-that-returns"),
+        pytest.param("def f(x, c):\n    if c:\n        y = x * 2\n    else:\n        y = F.interpolate(x, scale_factor=2)\n    return y\n", id="read-in-the-other-branch"),
+        pytest.param("def f(x):\n    return torch.cat([F.interpolate(x, scale_factor=2, mode='bilinear'), x], 1)\n", id="bilinear-is-cp101"),
+        pytest.param("def f(x):\n    return torch.cat([F.interpolate(x, scale_factor=1.5), x], 1)\n", id="non-integer-scale-is-cp103"),
+        pytest.param("def make():\n    return nn.Sequential(nn.Conv2d(8, 8, 3), nn.Upsample(scale_factor=2))\n", id="not-first-in-a-sequential"),
+    ],
+)
+def test_nearest_with_one_consumer_is_left_alone(body):
+    assert _cp116(body) == []
+
+
+def test_second_consumer_of_a_layer_is_found_when_forward_names_no_api(tmp_path):
+    """port-check leaves out bodies that name no API (relevance.py); `forward` calling `self.up`
+    must still be read to judge the layer's input."""
+    root = _tree(tmp_path, {"neck.py": "import torch\nfrom torch import nn\n\n\n" + LAYER.replace("class Neck", "class Neck") +
+                            "    def forward(self, x):\n        return torch.cat([self.up(x), x], 1)\n"})
+    assert _codes(root) == [("neck.py", "CP116", "error")]

@@ -12,7 +12,8 @@ that leads to a site:
   scanned, so the caller adds them with `more_names` and asks again (checker.py);
 - for a needed method, the methods of its class that assign a `self.` attribute it uses (a
   finding says where `self.mode` comes from; a class whose `__init__` keeps its `mode` parameter
-  is a wrapper).
+  is a wrapper), and the methods that call a nearest-upsample layer it stores on `self` (CP116
+  reads that layer's input there).
 
 Every other body of a module-level function or of a method of a module-level class is left out
 (outline.py). What a body left out calls in another module (a wrapper the first pass does not know
@@ -36,6 +37,11 @@ from candle_port.pipeline.prefilter import api_names
 _SELF_ATTRIBUTE = re.compile(r"self\s*\.\s*([A-Za-z_]\w*)")
 _BASES = re.compile(r"\bclass\s+\w+\s*\(([^)]*)\)")
 _NAME = re.compile(r"[A-Za-z_]\w*")
+# A bare call passing a `self.` attribute (`resize(x, self.size, None, self.mode)`): once the callee
+# is a wrapper, the class may keep its mode on self (index._passed_parameter).
+_SELF_PASSING_CALL = re.compile(r"(?<![.\w])([A-Za-z_]\w*)\s*\((?:[^()]|\([^()]*\))*?\bself\s*\.")
+# `self.up = nn.Upsample(...)`: the methods calling `self.up(` decide its input's consumers (CP116).
+_UPSAMPLE_LAYER = re.compile(r"self\s*\.\s*([A-Za-z_]\w*)\s*(?::[^=\n]*)?=\s*[\w.]*(?:Upsample|UpsamplingNearest2d)\s*\(")
 _SELF_ASSIGNMENT = re.compile(r"self\s*\.\s*([A-Za-z_]\w*)\s*(?::[^=\n]*)?=(?!=)")
 
 
@@ -114,6 +120,11 @@ class Relevance:
         self.needed.add(id(method))
         start, end = self.outline.span(method)
         used = set(_SELF_ATTRIBUTE.findall(self.outline.text, start, end))
+        for layer in _UPSAMPLE_LAYER.findall(self.outline.text, start, end):
+            call = re.compile(rf"self\s*\.\s*{layer}\s*\(")
+            for sibling in cls.methods:
+                if id(sibling) not in self.needed and call.search(self.outline.text, *self.outline.span(sibling)):
+                    self._need_method(cls, sibling)
         if not used:
             return
         for sibling in cls.methods:
@@ -150,12 +161,14 @@ def recheck_names(outline: Outline, left_out: list[Unit]) -> frozenset[str]:
     an import (mentions.py): the call words of the units left out (every word of the module's
     import statements; their `.name(` calls, with a star import their `name(` calls) and their
     classes' bases. A name they merely mention (kornia's `scale` as a variable) or call but define
-    in this module (timm's 26 models each call their own `checkpoint_filter_fn`) sends no file back."""
+    in this module (timm's 26 models each call their own `checkpoint_filter_fn`) sends no file back,
+    unless it passes a `self.` attribute (the class may then keep a wrapper's mode on self)."""
     spans = [outline.span(unit) for unit in left_out]
     words = set(call_words(outline.text, spans))
     for start, end in spans:
         for bases in _BASES.findall(outline.text, start, end):
             words.update(_NAME.findall(bases))
+        words.update(_SELF_PASSING_CALL.findall(outline.text, start, end))
     return frozenset(words)
 
 
