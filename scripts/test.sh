@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Set up (scripts/setup.sh), fetch the real corpus once, check and test the Rust crates (format,
+# Set up (scripts/setup.sh), fetch the real corpus once (and the real projects of
+# tests/truth/training_paths.jsonl: scripts/fetch-real-projects.sh), check and test the Rust crates (format,
 # clippy, docs, cargo test), then run the whole Python test suite. Extra arguments go to pytest.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -10,6 +11,7 @@ fetch=${CANDLE_PORT_SHARED:-../shared}/corpus/fetch.sh
 if [ -f "$fetch" ]; then
   PATH="$venv/bin:$PATH" bash "$fetch" "$corpus" 2>&1 | grep -v '^WARNING: Location' || true
 fi
+PATH="$venv/bin:$PATH" bash scripts/fetch-real-projects.sh "$corpus" 2>&1 | grep -v '^WARNING: Location' || true
 export CANDLE_PORT_CORPUS=$corpus
 if command -v cargo >/dev/null; then
   bash scripts/rust-check.sh

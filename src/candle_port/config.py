@@ -67,7 +67,9 @@ def check_codes(codes: tuple[str, ...], where: str, exact: bool = False) -> None
 
 class Config(Record):
     """The effective settings. `include_no_grad`: port-fix also rewrites sites under
-    torch.no_grad()/inference_mode() (--include-no-grad). `root` (the directory of the config
+    torch.no_grad()/inference_mode() (--include-no-grad). `include_untrained`: findings on no
+    training path (analysis/training.py) stay errors, and port-fix rewrites them
+    (--include-untrained). `root` (the directory of the config
     file, which relative patterns start from) and `source` (that file) are not compared."""
 
     __slots__ = (
@@ -80,6 +82,7 @@ class Config(Record):
         "strategy",
         "cache_dir",
         "include_no_grad",
+        "include_untrained",
         "root",
         "source",
     )
@@ -96,6 +99,7 @@ class Config(Record):
         strategy: str = "runtime",
         cache_dir: str | None = None,
         include_no_grad: bool = False,
+        include_untrained: bool = False,
         root: Path | None = None,
         source: Path | None = None,
     ) -> None:
@@ -108,6 +112,7 @@ class Config(Record):
         self.strategy = strategy
         self.cache_dir = cache_dir
         self.include_no_grad = include_no_grad
+        self.include_untrained = include_untrained
         self.root = root
         self.source = source
 
@@ -142,6 +147,7 @@ class Config(Record):
             "ignore": self.ignore,
             "per_file_ignores": self.per_file_ignores,
             "severity": self.severity,
+            "include_untrained": self.include_untrained,
         }
         import json  # here: only a run with the cache needs the fingerprint
 

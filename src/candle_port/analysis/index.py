@@ -72,9 +72,9 @@ class ModuleSummary(MutableRecord):
     `imports`: name -> qualified name (module level, for re-exports); `classes`: Class ->
     [qualified base names]; `wrappers`: Wrapper fields; `passes`: candidate wrappers of wrappers,
     [function key, params, param, default, line, [callee names], keyword, position]; `stars`:
-    the modules it star-imports (re-exports)."""
+    the modules it star-imports (re-exports); `baseless`: its classes without bases (analysis/training.py)."""
 
-    __slots__ = ("module", "path", "constants", "enums", "imports", "classes", "wrappers", "passes", "stars")
+    __slots__ = ("module", "path", "constants", "enums", "imports", "classes", "wrappers", "passes", "stars", "baseless")
 
     def __init__(
         self,
@@ -87,6 +87,7 @@ class ModuleSummary(MutableRecord):
         wrappers: list | None = None,
         passes: list | None = None,
         stars: list | None = None,
+        baseless: list | None = None,
     ) -> None:
         self.module = module
         self.path = path
@@ -97,9 +98,10 @@ class ModuleSummary(MutableRecord):
         self.wrappers = [] if wrappers is None else wrappers
         self.passes = [] if passes is None else passes
         self.stars = [] if stars is None else stars
+        self.baseless = [] if baseless is None else baseless
 
     def empty(self) -> bool:
-        return not (self.constants or self.enums or self.imports or self.classes or self.wrappers or self.passes or self.stars)
+        return not (self.constants or self.enums or self.imports or self.classes or self.wrappers or self.passes or self.stars or self.baseless)
 
     def to_json(self) -> dict:
         return self.as_dict()
@@ -112,7 +114,7 @@ class ModuleSummary(MutableRecord):
 def _same_exports(a: ModuleSummary, b: ModuleSummary) -> bool:
     """Equal in everything the index answers from (`passes` feed only its fixed point, which the
     workers' copy has already run)."""
-    return all(getattr(a, name) == getattr(b, name) for name in ("module", "constants", "enums", "imports", "classes", "wrappers", "stars"))
+    return all(getattr(a, name) == getattr(b, name) for name in ("module", "constants", "enums", "imports", "classes", "wrappers", "stars", "baseless"))
 
 
 def module_name_of(path: str) -> tuple[str, str]:
@@ -171,6 +173,8 @@ def summarize(module: str, path: str, builder, resolver, sites) -> ModuleSummary
         bases += sorted(f"{module}.{base.id}" for base in info.node.bases if isinstance(base, ast.Name) and _local_class(base.id, scope))
         if bases:
             summary.classes[info.node.name] = bases
+        elif not info.node.bases:
+            summary.baseless.append(info.node.name)
         certain = bool(set(bases) & _ENUM_BASES) or any(_is_enum_class(b, summary) for b in bases)
         # A class of another module's base (`class Mode(StrEnum)`, monai's StrEnum) may be an
         # enum: the index decides from that base (ProjectIndex.enum_traits).
@@ -198,7 +202,7 @@ def summarize(module: str, path: str, builder, resolver, sites) -> ModuleSummary
 def external_refs(builder, resolver, module: str, sites, plain) -> set[str]:
     """What this module refers to that another module of the tree may define: `c:` callees of plain
     calls and local class bases (a wrapper, a subclass of an API), `v:` names used as site arguments
-    (a constant, an enum member)."""
+    (a constant, an enum member), `b:` the bases of a class holding a site (whether it trains)."""
     refs: set[str] = set()
     own = module + "."
 
@@ -212,6 +216,15 @@ def external_refs(builder, resolver, module: str, sites, plain) -> set[str]:
     for info in builder.classes:
         for base in info.node.bases:
             refs.update("c:" + n for n in resolver.qualified_names(base, info.scope) if keep(n))
+    classes = set()
+    for site in sites:
+        scope = site.scope
+        while scope is not None and scope.kind != "class":
+            scope = scope.parent
+        if scope is not None and id(scope) not in classes:  # whether it trains (analysis/training.py)
+            classes.add(id(scope))
+            for base in scope.node.bases:
+                refs.update("b:" + n for n in resolver.qualified_names(base, scope.parent) if keep(n))
     for site in sites:
         for node in site.arguments.values():
             dotted = dotted_name(node)
@@ -535,6 +548,7 @@ class ProjectIndex:
             name in summary.constants
             or name in summary.enums
             or name in summary.classes
+            or name in summary.baseless
             or any(w["name"].startswith(f"{summary.module}.{name}") for w in summary.wrappers)
         )
 
@@ -636,6 +650,27 @@ class ProjectIndex:
                 base_enum, base_str = self.enum_traits(base, depth + 1)
                 is_enum, is_str = is_enum or base_enum, is_str or base_str
         return is_enum, is_str and is_enum
+
+    def plain_class(self, qualified: str, depth: int = 0) -> bool:
+        """Whether a project class is certainly no nn.Module, autograd Function or loss: its bases,
+        followed through the index, end in plain Python classes (analysis/training.py)."""
+        from candle_port.analysis.training import is_loss_name, plain_base_name
+
+        memo = self.__dict__.setdefault("_plain_memo", {})
+        if qualified in memo:
+            return memo[qualified]
+        memo[qualified] = False  # a cycle is not plain
+        split = self._split(qualified) if depth <= _MAX_DEPTH else None
+        found = False
+        if split is not None and len(split[1]) == 1 and not is_loss_name(split[1][0]):
+            summary, (name,) = split
+            if name in summary.baseless:
+                found = True
+            elif name in summary.classes:
+                own = f"{summary.module}.{name}"
+                found = all(plain_base_name(b) or (b != own and self.plain_class(b, depth + 1)) for b in summary.classes[name])
+        memo[qualified] = found
+        return found
 
     def external_names(self, qualified: str, depth: int = 0) -> set[str]:
         """The module APIs a project class subclasses (directly or through project classes)."""
@@ -821,6 +856,9 @@ class ProjectIndex:
                 classes = sorted(self.external_names(name))
                 if wrapper is not None or classes:
                     used.append([ref, repr(wrapper), classes])
+            elif ref.startswith("b:"):
+                if self.plain_class(name):
+                    used.append([ref, "plain"])
             else:
                 value = self.constant(name)
                 if value is not None:
@@ -844,7 +882,7 @@ class ProjectIndex:
         cached = self._digests.get("*")
         if cached is None:
             payload = {
-                "modules": {name: [s.constants, s.enums, s.imports, s.classes] for name, s in sorted(self.modules.items())},
+                "modules": {name: [s.constants, s.enums, s.imports, s.classes, s.baseless] for name, s in sorted(self.modules.items())},
                 "wrappers": sorted(repr(w.as_dict()) for w in self.wrappers.values()),
             }
             cached = hex_digest(json.dumps(payload, sort_keys=True, default=repr).encode())
@@ -855,7 +893,7 @@ class ProjectIndex:
 def _defined_names(summary: ModuleSummary) -> set[str]:
     """The names a module defines at its top level that the index knows: constants, enums,
     classes, wrappers (a method wrapper by its class)."""
-    names = {*summary.constants, *summary.enums, *summary.classes}
+    names = {*summary.constants, *summary.enums, *summary.classes, *summary.baseless}
     names.update(w["name"][len(summary.module) + 1 :].split(".")[0] for w in summary.wrappers)
     return names
 

@@ -25,6 +25,7 @@ def run_check(options: argparse.Namespace) -> int:
     """Find every construct that candle cannot train (bilinear upsampling, grid_sample, ...)."""
     paths, output_format = options.paths or ["."], options.output_format
     settings = effective_config(options.config, paths, options.select, options.ignore)
+    settings = settings.with_options(include_untrained=options.include_untrained or None)
     from candle_port.pipeline.engine import CheckReport, check_paths
 
     report = CheckReport()

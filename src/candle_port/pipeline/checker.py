@@ -123,6 +123,9 @@ def findings_for_scan(scan: Scan, text: str, path: str, config: Config) -> list[
                 if site.no_grad and hit.backward_only:
                     severity = Severity.WARNING
                     message += f" (under `{site.no_grad}`: {NO_GRAD_REASON})"
+                elif site.untrained and not config.include_untrained:
+                    severity = Severity.WARNING  # analysis/training.py
+                    message += f" (not on a training path: {site.untrained})"
                 findings.append(
                     Finding(
                         code=rule.code,

@@ -322,6 +322,9 @@ def check_files_with_index(
             results[i] = result
             if result.parsed:
                 used[i] = index.digest_for(result.refs)
+        # A file first parsed in this pass may use a constant, or subclass a class, of a module
+        # no pass has summarized yet (fastsam's predictor, found by its wrapper call).
+        _summarize_value_modules(files, results)
     return results, index
 
 
@@ -352,8 +355,9 @@ def _summarize_value_modules(files: list[str], results: list[FileResult]) -> Non
     """Summarize the modules that define the constants and enums the checked files use at a site
     (`from .consts import MODE`): such a module names no API, so the first pass skipped it. The
     modules behind them are summarized too: a package `__init__` re-exporting the name, the
-    module of an enum's base class (monai's `InterpolateMode(StrEnum)`)."""
-    pending = sorted({ref[2:] for result in results for ref in result.refs if ref.startswith("v:")}, reverse=True)
+    module of an enum's base class (monai's `InterpolateMode(StrEnum)`). So are the modules of the
+    bases of a class holding a site (`b:`), which say whether it trains (analysis/training.py)."""
+    pending = sorted({ref[2:] for result in results for ref in result.refs if ref.startswith(("v:", "b:"))}, reverse=True)
     if not pending:
         return
     by_tail: dict[tuple[str, ...], int] = {}

@@ -96,6 +96,10 @@ def fix_text(
             reason = f"under `{site.no_grad}`, not on a gradient path; --include-no-grad rewrites it"
             result.skipped.append(Skipped(code, line, column, reason, no_grad=True))
             continue
+        if site.untrained and not config.include_untrained:
+            reason = f"not on a training path: {site.untrained}"
+            result.skipped.append(Skipped(code, line, column, reason, no_grad=True))
+            continue
         reason = chosen.refusal(site)
         if reason is None and not set(codes) <= set(chosen.fixed_codes):
             reason = f"the {strategy} strategy does not fix {code}"
