@@ -295,8 +295,8 @@ def config_from_table(table: dict, path: Path) -> Config:
     changes["severity"] = tuple(sorted((k.upper(), v) for k, v in severity.items()))
     check_codes(tuple(code for code, _ in changes["severity"]), f"{path}: severity", exact=True)
     if "strategy" in table:
-        if table["strategy"] not in ("runtime", "nearest", "convtranspose"):
-            raise ConfigError(f"{path}: strategy must be runtime, nearest or convtranspose")
+        if table["strategy"] not in ("runtime", "nearest", "convtranspose", "detach"):
+            raise ConfigError(f"{path}: strategy must be runtime, nearest, convtranspose or detach")
         changes["strategy"] = table["strategy"]
     if "cache-dir" in table:
         changes["cache_dir"] = str(table["cache-dir"])

@@ -65,6 +65,18 @@ def second_consumer(site) -> Consumers | None:
     return None
 
 
+def detached_input(site) -> bool:
+    """Whether a functional resize's input is `<tensor>.detach()` (port-fix --strategy detach):
+    no gradient reaches it, so candle never differentiates it."""
+    if site.api.is_module or site.kind != "call":
+        return False
+    arg = site.call.args[0] if site.call.args else next((k.value for k in site.call.keywords if k.arg == "input"), None)
+    return (
+        isinstance(arg, ast.Call) and not arg.args and not arg.keywords
+        and isinstance(arg.func, ast.Attribute) and arg.func.attr == "detach"
+    )
+
+
 def _judge(arg: ast.expr, function: ast.AST, call: ast.Call) -> Consumers | None:
     if not isinstance(arg, ast.Name):
         return None

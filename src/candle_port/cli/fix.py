@@ -28,6 +28,7 @@ class Strategy(str, enum.Enum):
     RUNTIME = "runtime"
     NEAREST = "nearest"
     CONVTRANSPOSE = "convtranspose"
+    DETACH = "detach"
 
 
 class SummaryFormat(str, enum.Enum):
@@ -42,7 +43,7 @@ def fix_command(
         typer.Option(
             "--strategy",
             help="runtime: exact drop-in (default); nearest: mode='nearest' (numerics change); "
-            "convtranspose: learnable transposed conv, exact at init. Default: `strategy` in \\[tool.candle-port], else runtime.",
+            "convtranspose: learnable transposed conv, exact at init; detach: x.detach() before a resize (gradients change by design). Default: `strategy` in \\[tool.candle-port], else runtime.",
             case_sensitive=False,
         ),
     ] = None,

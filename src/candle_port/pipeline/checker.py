@@ -5,6 +5,7 @@ from __future__ import annotations
 import ast
 import warnings
 
+from candle_port.analysis.consumers import detached_input
 from candle_port.analysis.outline import Outline
 from candle_port.analysis.relevance import Relevance, more_names, recheck_names
 from candle_port.analysis.sites import Scan, Site, scan_module
@@ -117,6 +118,8 @@ def findings_for_scan(scan: Scan, text: str, path: str, config: Config) -> list[
             for hit in rule.check(site):
                 if is_suppressed(rule.code, lines, suppressed):
                     continue
+                if hit.backward_only and detached_input(site):
+                    continue  # `F.interpolate(x.detach(), ...)`: no gradient reaches it
                 severity, message = hit.severity or rule.default_severity, hit.message
                 if site.kind == "chosen" or (site.kind == "value" and site.chosen_from):
                     severity = Severity.WARNING  # only one of the layers runs
