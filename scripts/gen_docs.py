@@ -29,9 +29,9 @@ def _source(text: str) -> str:
 
 
 def _fixed_by(code: str) -> list[str]:
-    from candle_port.rewriters.strategies import FIXED_CODES
+    from candle_port.rewriters.strategies import FIXED_CODES, LISTED_STRATEGIES
 
-    return [strategy for strategy, codes in FIXED_CODES.items() if code in codes]
+    return [strategy for strategy, codes in FIXED_CODES.items() if code in codes and strategy in LISTED_STRATEGIES]
 
 
 def _reported(example: str, code: str) -> list[str]:

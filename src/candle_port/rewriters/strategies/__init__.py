@@ -40,6 +40,8 @@ RUNTIME, NEAREST, CONVTRANSPOSE, DETACH = _RUNTIME.name, _NEAREST.name, _CONVTRA
 REGISTRY: dict[str, Strategy] = {s.name: s for s in (_RUNTIME, _NEAREST, _CONVTRANSPOSE, _DETACH, CONVERT)}
 STRATEGIES = tuple(name for name, s in REGISTRY.items() if s.rewrites_source)
 FIXED_CODES = {name: REGISTRY[name].fixed_codes for name in STRATEGIES}
+# The strategies a finding's `[fix: ...]` and the rule catalog name (detach changes what trains: opt-in).
+LISTED_STRATEGIES = tuple(name for name in STRATEGIES if REGISTRY[name].listed)
 CONSIDERED_CODES = RUNTIME_CODES
 EXACT_STRATEGIES = tuple(name for name, s in REGISTRY.items() if s.exact)
 
@@ -76,6 +78,7 @@ __all__ = [
     "DETACH",
     "EXACT_STRATEGIES",
     "FIXED_CODES",
+    "LISTED_STRATEGIES",
     "NEAREST",
     "NEAREST_WARNING",
     "REGISTRY",

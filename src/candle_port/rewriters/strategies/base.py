@@ -46,6 +46,7 @@ class Strategy:
     exact: bool = False  # computes what torch computes (verify judges it against the original)
     rewrites_source: bool = True  # False: works on the built model (convert), never on the source
     splices: bool = True  # the rewrite only swaps the callee, so the fast text splice applies
+    listed: bool = True  # named in a finding's `[fix: ...]` and the rule catalog (detach is opt-in)
 
     def considers(self, site: Site) -> bool:
         """Whether the site is this strategy's to fix or refuse; others stay `unfixable` (with the rule's hint)."""

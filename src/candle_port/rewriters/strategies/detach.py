@@ -29,6 +29,7 @@ class Detach(Strategy):
     fixed_codes = ("CP101", "CP102", "CP103", "CP116")
     help = "x.detach() before the resize (gradients change by design)"
     splices = False
+    listed = False  # it changes what trains: chosen by the user, never suggested by a finding
 
     def site_refusal(self, site: Site) -> str | None:
         if site.api.family != "interpolate":
