@@ -218,3 +218,14 @@ def test_second_consumer_of_a_layer_is_found_when_forward_names_no_api(tmp_path)
     root = _tree(tmp_path, {"neck.py": "import torch\nfrom torch import nn\n\n\n" + LAYER.replace("class Neck", "class Neck") +
                             "    def forward(self, x):\n        return torch.cat([self.up(x), x], 1)\n"})
     assert _codes(root) == [("neck.py", "CP116", "error")]
+
+
+def test_a_subclass_passing_its_arguments_through_reads_the_construction():
+    """`super().__init__(*args, **kwargs)`: the construction's arguments are the base's, as before."""
+    from candle_port.api import check_source
+
+    text = (
+        "from torch import nn\n\n\nclass Up(nn.Upsample):\n    def __init__(self, *args, **kwargs):\n"
+        "        super().__init__(*args, **kwargs)\n\n\nm = Up(scale_factor=2, mode='bilinear')\n"
+    )
+    assert [(f.line, f.code) for f in check_source(text, "up.py")] == [(9, "CP101")]

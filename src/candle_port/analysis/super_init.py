@@ -81,7 +81,7 @@ def value_through_super(site, name: str, default) -> Value | None:
     expr = found.bound.get(name)
     if expr is None:
         if found.star:
-            return Value(False, (), source=f"{cls.name}.__init__")
+            return None  # `super().__init__(*args, **kwargs)`: read the construction's arguments, as before
         return omitted(default)
     if isinstance(expr, ast.Name):
         params = {p.name: p for p in all_params(found.init.args)}
