@@ -131,3 +131,23 @@ def test_a_file_found_by_its_wrapper_call_follows_its_base_classes(tmp_path):
     assert sorted((Path(f.path).name, f.code, f.severity.value) for f in report.findings) == [
         ("fast.py", "CP101", "warning"), ("ops.py", "CP102", "warning"),
     ]
+
+
+def test_port_fix_on_a_tree_follows_bases_in_other_modules(tmp_path):
+    """ultralytics' predictors subclass a BasePredictor of another module: one file alone cannot
+    tell, so port-fix asks port-check with the project index and leaves them alone."""
+    from candle_port.api import fix_paths
+
+    (tmp_path / "pkg").mkdir()
+    (tmp_path / "pkg" / "__init__.py").write_text("")
+    (tmp_path / "pkg" / "base.py").write_text("class BasePredictor:\n    pass\n")
+    predict = tmp_path / "pkg" / "predict.py"
+    predict.write_text(
+        "import torch.nn.functional as F\n\nfrom pkg.base import BasePredictor\n\n\n"
+        f"class Predictor(BasePredictor):\n    def postprocess(self, x):\n        return {BILINEAR}\n"
+    )
+    report = fix_paths([str(tmp_path)], write=False)
+    (result,) = [r for r in report.results if r.path == str(predict)]
+    assert not result.fixed and [s.reason.split(":")[0] for s in result.skipped] == ["not on a training path"]
+    report = fix_paths([str(tmp_path)], config=Config(include_untrained=True), write=False)
+    assert [len(r.fixed) for r in report.results if r.path == str(predict)] == [1]

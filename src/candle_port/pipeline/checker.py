@@ -121,6 +121,7 @@ def findings_for_scan(scan: Scan, text: str, path: str, config: Config) -> list[
                 if hit.backward_only and detached_input(site):
                     continue  # `F.interpolate(x.detach(), ...)`: no gradient reaches it
                 severity, message = hit.severity or rule.default_severity, hit.message
+                untrained = ""
                 if site.kind == "chosen" or (site.kind == "value" and site.chosen_from):
                     severity = Severity.WARNING  # only one of the layers runs
                 if site.no_grad and hit.backward_only:
@@ -129,6 +130,7 @@ def findings_for_scan(scan: Scan, text: str, path: str, config: Config) -> list[
                 elif site.untrained and not config.include_untrained:
                     severity = Severity.WARNING  # analysis/training.py
                     message += f" (not on a training path: {site.untrained})"
+                    untrained = site.untrained
                 findings.append(
                     Finding(
                         code=rule.code,
@@ -142,6 +144,7 @@ def findings_for_scan(scan: Scan, text: str, path: str, config: Config) -> list[
                         end_line=end_line,
                         hint="" if hit.fixes or site.kind == "wrapper" else hit.hint,  # by hand: where no strategy applies
                         wrapper=site.wrapper,
+                        untrained=untrained,
                     )
                 )
     findings.sort(key=lambda f: (f.line, f.column, f.code))
