@@ -343,6 +343,7 @@ def _parameter_passes(builder, resolver, module: str) -> list:
     `resize`): a wrapper of a wrapper, once the callee turns out to be a wrapper and the argument
     its mode."""
     out = []
+    assigned: dict = {}  # id(class) -> {attribute: [(method, value)]}, read once per class
     for call, scope in builder.calls:
         candidates = None
         for position, arg in enumerate(call.args):
@@ -359,7 +360,7 @@ def _parameter_passes(builder, resolver, module: str) -> list:
             continue
         callees = None
         for node, keyword, position in candidates:
-            found = _passed_parameter(node, scope, resolver, module)
+            found = _passed_parameter(node, scope, resolver, module, assigned)
             if found is None:
                 continue
             qualified, func, is_method, param = found
@@ -377,7 +378,7 @@ def _self_attribute(node: ast.expr) -> bool:
     return isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == "self"
 
 
-def _passed_parameter(node: ast.expr, scope: Scope, resolver, module: str):
+def _passed_parameter(node: ast.expr, scope: Scope, resolver, module: str, assigned: dict):
     """(wrapper key, def node, is_method, Param) of the parameter `node` stands for: a parameter of
     the enclosing function, or for `self.<attribute>` the `__init__` parameter it is set from once
     (then the class, called as Class(...), is the wrapper); None otherwise."""
@@ -396,7 +397,12 @@ def _passed_parameter(node: ast.expr, scope: Scope, resolver, module: str):
     if class_scope is None or class_scope.parent is None or class_scope.parent.kind != "module":
         return None
     cls = class_scope.node
-    found = self_assignments(cls, node.attr)
+    by_attribute = assigned.get(id(cls))
+    if by_attribute is None:
+        by_attribute = assigned[id(cls)] = {}
+        for method, attribute, value in self_assignments(cls):
+            by_attribute.setdefault(attribute, []).append((method, attribute, value))
+    found = by_attribute.get(node.attr, ())
     if len(found) != 1:
         return None
     method, _attr, value = found[0]

@@ -37,9 +37,9 @@ from candle_port.pipeline.prefilter import api_names
 _SELF_ATTRIBUTE = re.compile(r"self\s*\.\s*([A-Za-z_]\w*)")
 _BASES = re.compile(r"\bclass\s+\w+\s*\(([^)]*)\)")
 _NAME = re.compile(r"[A-Za-z_]\w*")
-# A bare call passing a `self.` attribute (`resize(x, self.size, None, self.mode)`): once the callee
-# is a wrapper, the class may keep its mode on self (index._passed_parameter).
-_SELF_PASSING_CALL = re.compile(r"(?<![.\w])([A-Za-z_]\w*)\s*\((?:[^()]|\([^()]*\))*?\bself\s*\.")
+# A bare call on a line that passes a `self.` attribute (`resize(x, self.size, None, self.mode)`):
+# once the callee is a wrapper, the class may keep its mode on self (index._passed_parameter).
+_BARE_CALL = re.compile(r"(?<![.\w])([A-Za-z_]\w*)\s*\(")
 # `self.up = nn.Upsample(...)`: the methods calling `self.up(` decide its input's consumers (CP116).
 _UPSAMPLE_LAYER = re.compile(r"self\s*\.\s*([A-Za-z_]\w*)\s*(?::[^=\n]*)?=\s*[\w.]*(?:Upsample|UpsamplingNearest2d)\s*\(")
 _SELF_ASSIGNMENT = re.compile(r"self\s*\.\s*([A-Za-z_]\w*)\s*(?::[^=\n]*)?=(?!=)")
@@ -168,8 +168,21 @@ def recheck_names(outline: Outline, left_out: list[Unit]) -> frozenset[str]:
     for start, end in spans:
         for bases in _BASES.findall(outline.text, start, end):
             words.update(_NAME.findall(bases))
-        words.update(_SELF_PASSING_CALL.findall(outline.text, start, end))
+        words.update(_self_passing_calls(outline.text, start, end))
     return frozenset(words)
+
+
+def _self_passing_calls(text: str, start: int, end: int) -> set[str]:
+    """The bare callees on the lines of `text[start:end]` that also pass a `self.` attribute."""
+    found: set[str] = set()
+    at = text.find("self.", start, end)
+    while at != -1:
+        line_start = text.rfind("\n", start, at) + 1
+        line_end = text.find("\n", at, end)
+        line_end = end if line_end == -1 else line_end
+        found.update(_BARE_CALL.findall(text, max(line_start, start), line_end))
+        at = text.find("self.", line_end, end)
+    return found
 
 
 def _occurrences(text: str, words) -> list[int]:

@@ -357,7 +357,9 @@ def _summarize_value_modules(files: list[str], results: list[FileResult]) -> Non
     modules behind them are summarized too: a package `__init__` re-exporting the name, the
     module of an enum's base class (monai's `InterpolateMode(StrEnum)`). So are the modules of the
     bases of a class holding a site (`b:`), which say whether it trains (analysis/training.py)."""
-    pending = sorted({ref[2:] for result in results for ref in result.refs if ref.startswith(("v:", "b:"))}, reverse=True)
+    # (name, whether its module's function bodies are needed): a base class needs only the outline.
+    refs = {(ref[2:], ref[0] == "v") for result in results for ref in result.refs if ref.startswith(("v:", "b:"))}
+    pending = sorted(refs, reverse=True)
     if not pending:
         return
     by_tail: dict[tuple[str, ...], int] = {}
@@ -368,7 +370,7 @@ def _summarize_value_modules(files: list[str], results: list[FileResult]) -> Non
         by_tail.setdefault(tuple(parts[-2:]), i)
     seen: set[str] = set()
     while pending and len(seen) < _MAX_VALUE_NAMES:
-        name = pending.pop()
+        name, bodies = pending.pop()
         if name in seen:
             continue
         seen.add(name)
@@ -381,8 +383,8 @@ def _summarize_value_modules(files: list[str], results: list[FileResult]) -> Non
             if result.error is not None:
                 break
             if not result.parsed and not result.summary:
-                result.summary = _summary_of(files[i])
-            pending.extend(_names_behind(result.summary, parts[cut:]))
+                result.summary = _summary_of(files[i], bodies)
+            pending.extend((behind, bodies) for behind in _names_behind(result.summary, parts[cut:]))
             break
 
 
@@ -402,8 +404,12 @@ def _names_behind(summary: dict | None, rest: list[str]) -> list[str]:
     return [base for base in bases if not base.startswith(("torch.", "builtins.", "enum."))]
 
 
-def _summary_of(path: str) -> dict | None:
+def _summary_of(path: str, bodies: bool = True) -> dict | None:
+    """The summary of a module the first pass skipped; without `bodies`, of its outline only (its
+    classes' bases and its imports: analysis/outline.py), for a base class's module (diffusers'
+    lora_pipeline.py is 300 kB of function bodies)."""
     from candle_port.analysis.index import module_name_of
+    from candle_port.analysis.outline import Outline
     from candle_port.analysis.sites import scan_module
     from candle_port.pipeline.checker import parse
 
@@ -411,11 +417,22 @@ def _summary_of(path: str) -> dict | None:
         _, source = load_source(path)
     except SourceError:
         return None
-    tree = parse(source.text, path)
+    text = source.text
+    outline = None if bodies else Outline.of(text)
+    if outline is not None:
+        left_out = [u for unit in outline.units for u in (unit.methods if unit.is_class else [unit]) if u.body_line]
+        skeleton = outline.skeleton(left_out)
+        tree = parse(skeleton, path)
+        if not isinstance(tree, FileError) and outline.matches(tree, left_out):
+            text = skeleton
+        else:
+            tree = parse(source.text, path)
+    else:
+        tree = parse(source.text, path)
     if isinstance(tree, FileError):
         return None
     module, package = module_name_of(path)
-    summary = isolated(path, lambda: scan_module(tree, source.text, None, package, module, path).summary)
+    summary = isolated(path, lambda: scan_module(tree, text, None, package, module, path).summary)
     return None if isinstance(summary, FileError) or summary is None else summary.to_json()
 
 
