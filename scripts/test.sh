@@ -11,8 +11,9 @@ fetch=${CANDLE_PORT_SHARED:-../shared}/corpus/fetch.sh
 if [ -f "$fetch" ]; then
   PATH="$venv/bin:$PATH" bash "$fetch" "$corpus" 2>&1 | grep -v '^WARNING: Location' || true
 fi
-PATH="$venv/bin:$PATH" bash scripts/fetch-real-projects.sh "$corpus" 2>&1 | grep -v '^WARNING: Location' || true
-export CANDLE_PORT_CORPUS=$corpus
+real=${CANDLE_PORT_REAL_PROJECTS:-.real-projects}
+PATH="$venv/bin:$PATH" bash scripts/fetch-real-projects.sh "$real" 2>&1 | grep -v '^WARNING: Location' || true
+export CANDLE_PORT_CORPUS=$corpus CANDLE_PORT_REAL_PROJECTS=$real
 if command -v cargo >/dev/null; then
   bash scripts/rust-check.sh
 elif [ -n "${CANDLE_PORT_REQUIRE_CARGO:-}" ]; then

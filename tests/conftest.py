@@ -50,8 +50,9 @@ REAL_PROJECTS = ("ultralytics", "segment_anything")
 @pytest.fixture(scope="session")
 def real_projects_dir() -> Path:
     """ultralytics and segment-anything from PyPI (scripts/fetch-real-projects.sh), for the
-    findings tests/truth/training_paths.jsonl labels on or off a training path."""
-    directory = Path(os.environ.get("CANDLE_PORT_CORPUS", ROOT / ".corpus"))
+    findings tests/truth/training_paths.jsonl labels on or off a training path; kept apart from
+    the dev corpus, whose tests check every file under it against its own truth."""
+    directory = Path(os.environ.get("CANDLE_PORT_REAL_PROJECTS", ROOT / ".real-projects"))
     if not all((directory / p).is_dir() for p in REAL_PROJECTS):
         script = ROOT / "scripts" / "fetch-real-projects.sh"
         done = subprocess.run(["bash", str(script), str(directory)], capture_output=True, text=True)
