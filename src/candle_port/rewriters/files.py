@@ -173,13 +173,15 @@ def _fix_chunk(args) -> list:
     return [fix_file(p, strategy, config, write, vendored_module, policy, untrained.get(p)) for p in paths]
 
 
-def _untrained_sites(files: list[str], config: Config, jobs: int | None) -> dict:
+def _untrained_sites(files: list[str], config: Config) -> dict:
     """path -> {(line, column): why} for the sites on no training path as port-check decides it
     with the project index (a class whose bases are in other modules: analysis/training.py),
     which one file alone cannot tell."""
     from candle_port.pipeline.engine import check_files_with_index
 
-    results, _index = check_files_with_index(files, config, config.cache_dir, jobs)
+    # In this process: a worker pool here would be killed or interrupted before the fix's own
+    # pool starts its journal (tests/fix/test_fix_interrupt.py).
+    results, _index = check_files_with_index(files, config, config.cache_dir, 1)
     out: dict = {}
     for result in results:
         for finding in result.findings:
@@ -241,7 +243,11 @@ def fix_files(
     if todo:
         import candle_port.rewriters.fixer  # noqa: F401 - once here, inherited by every forked worker
 
-        untrained = {} if config.include_untrained or len(files) < 2 else _untrained_sites(files, config, jobs)
+        try:
+            untrained = {} if config.include_untrained or len(files) < 2 else _untrained_sites(files, config)
+        except KeyboardInterrupt:  # nothing was written yet
+            report.interrupted = True
+            return report
 
         run_tag = uuid.uuid4().hex[:12]  # names this run's temporary files, so a killed worker's are found
         policy = WritePolicy(force_read_only=force_read_only, roots=tuple(os.path.realpath(p) for p in paths), temp_tag=run_tag)
