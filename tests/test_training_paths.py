@@ -151,3 +151,13 @@ def test_port_fix_on_a_tree_follows_bases_in_other_modules(tmp_path):
     assert not result.fixed and [s.reason.split(":")[0] for s in result.skipped] == ["not on a training path"]
     report = fix_paths([str(tmp_path)], config=Config(include_untrained=True), write=False)
     assert [len(r.fixed) for r in report.results if r.path == str(predict)] == [1]
+
+
+def test_a_plain_class_an_nn_module_constructs_may_train():
+    """diffusers' attention processors: plain classes an nn.Module builds and calls in forward."""
+    body = (
+        f"class AttnProcessor:\n    def __call__(self, attn, x):\n        return {BILINEAR}\n\n\n"
+        "class Attention(nn.Module):\n    def __init__(self):\n        super().__init__()\n"
+        "        self.processor = AttnProcessor()\n"
+    )
+    assert [severity for severity, _ in _severity(body)] == ["error"]

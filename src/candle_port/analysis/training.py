@@ -8,7 +8,8 @@ computed from an nn.Module's outputs; a method of a class that is no nn.Module (
 validator, an annotator, a data transform: known by what the class is, not by its file name)
 transforms inputs and outputs that carry no gradient. So a site is *off* a training path when
 it is in a method (or a function nested in one) of a class whose bases, followed through the
-project index, end in plain Python classes (`object`, `abc.ABC`, `typing.Generic`...): no
+project index, end in plain Python classes, and that no other class of its module that trains
+names (diffusers' attention processors are plain classes its nn.Modules construct and call) (`object`, `abc.ABC`, `typing.Generic`...): no
 torch class, no class of another library (a `LightningModule` trains), no loss (a class named
 `...Loss`, as ultralytics' `v8SegmentationLoss` is, is on the path though it is no nn.Module).
 Everything else may be on a training path: a module-level function (called from a forward,
@@ -46,6 +47,8 @@ def untrained_reason(site, resolver, index, module: str) -> str:
     cls = cls_scope.node
     if not plain_class(cls, cls_scope.parent, resolver, index, module, 0):
         return ""
+    if _used_by_a_trainable_class(cls, cls_scope.parent, resolver, index, module):
+        return ""  # diffusers' attention processors: plain classes an nn.Module calls in its forward
     return f"`{cls.name}.{method.name}` is a method of a class that is no nn.Module or loss (--include-untrained reports it as an error)"
 
 
@@ -69,6 +72,24 @@ def plain_class(cls, scope, resolver, index, module: str, depth: int) -> bool:
             if not plain_base_name(name) and (index is None or not index.plain_class(name)):
                 return False
     return True
+
+
+def _used_by_a_trainable_class(cls, module_scope, resolver, index, module: str) -> bool:
+    """Whether another class of the module that is not plain names `cls` (constructs it, keeps it
+    as a default: `self.set_processor(AttnProcessor())` in an nn.Module's `__init__`)."""
+    import ast
+
+    from candle_port.analysis.names import ClassInfo
+
+    for bindings in module_scope.bindings.values():
+        for info in bindings:
+            if not isinstance(info, ClassInfo) or info.node is cls:
+                continue
+            if not any(isinstance(n, ast.Name) and n.id == cls.name for n in ast.walk(info.node)):
+                continue
+            if not plain_class(info.node, info.scope, resolver, index, module, 0):
+                return True
+    return False
 
 
 def plain_base_name(name: str) -> bool:
