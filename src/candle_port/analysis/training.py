@@ -47,7 +47,8 @@ def untrained_reason(site, resolver, index, module: str) -> str:
     cls = cls_scope.node
     if not plain_class(cls, cls_scope.parent, resolver, index, module, 0):
         return ""
-    if _used_by_a_trainable_class(cls, cls_scope.parent, resolver, index, module):
+    text = site.source.text if site.source is not None else ""
+    if _used_by_a_trainable_class(cls, cls_scope.parent, resolver, index, module, text):
         return ""  # diffusers' attention processors: plain classes an nn.Module calls in its forward
     return f"`{cls.name}.{method.name}` is a method of a class that is no nn.Module or loss (--include-untrained reports it as an error)"
 
@@ -74,21 +75,30 @@ def plain_class(cls, scope, resolver, index, module: str, depth: int) -> bool:
     return True
 
 
-def _used_by_a_trainable_class(cls, module_scope, resolver, index, module: str) -> bool:
-    """Whether another class of the module that is not plain names `cls` (constructs it, keeps it
-    as a default: `self.set_processor(AttnProcessor())` in an nn.Module's `__init__`)."""
+def _used_by_a_trainable_class(cls, module_scope, resolver, index, module: str, text: str) -> bool:
+    """Whether another module-level class that is not plain names `cls` (constructs it, keeps it
+    as a default: `self.set_processor(AttnProcessor())` in an nn.Module's `__init__`). Read in the
+    text, from each class's line to the next statement's: the same whether or not its method
+    bodies were parsed (relevance.py)."""
     import ast
+    import re
 
     from candle_port.analysis.names import ClassInfo
 
-    for bindings in module_scope.bindings.values():
-        for info in bindings:
-            if not isinstance(info, ClassInfo) or info.node is cls:
-                continue
-            if not any(isinstance(n, ast.Name) and n.id == cls.name for n in ast.walk(info.node)):
-                continue
-            if not plain_class(info.node, info.scope, resolver, index, module, 0):
-                return True
+    body = getattr(module_scope.node, "body", None)
+    if not body or not text:
+        return False
+    word = re.compile(rf"\b{re.escape(cls.name)}\b")
+    lines = text.splitlines()
+    for i, statement in enumerate(body):
+        if not isinstance(statement, ast.ClassDef) or statement is cls:
+            continue
+        last = body[i + 1].lineno - 1 if i + 1 < len(body) else len(lines)
+        if not any(word.search(line) for line in lines[statement.lineno:last]):
+            continue
+        info = next((b for b in module_scope.bindings.get(statement.name, ()) if isinstance(b, ClassInfo)), None)
+        if info is not None and not plain_class(info.node, info.scope, resolver, index, module, 0):
+            return True
     return False
 
 
