@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Set up (scripts/setup.sh), fetch the real corpus once, check and test the Rust crates (format,
+# Set up (scripts/setup.sh), fetch the real corpus once (and the real projects of
+# tests/truth/training_paths.jsonl: scripts/fetch-real-projects.sh), check and test the Rust crates (format,
 # clippy, docs, cargo test), then run the whole Python test suite. Extra arguments go to pytest.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -10,7 +11,9 @@ fetch=${CANDLE_PORT_SHARED:-../shared}/corpus/fetch.sh
 if [ -f "$fetch" ]; then
   PATH="$venv/bin:$PATH" bash "$fetch" "$corpus" 2>&1 | grep -v '^WARNING: Location' || true
 fi
-export CANDLE_PORT_CORPUS=$corpus
+real=${CANDLE_PORT_REAL_PROJECTS:-.real-projects}
+PATH="$venv/bin:$PATH" bash scripts/fetch-real-projects.sh "$real" 2>&1 | grep -v '^WARNING: Location' || true
+export CANDLE_PORT_CORPUS=$corpus CANDLE_PORT_REAL_PROJECTS=$real
 # Crates built on candle, for port-check on Rust (tests/test_rust_corpus.py).
 rust_corpus=${CANDLE_PORT_RUST_CORPUS:-.corpus-rust}
 bash scripts/fetch_rust_corpus.sh "$rust_corpus" || echo "note: the Rust corpus could not be fetched" >&2

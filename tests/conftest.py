@@ -45,6 +45,23 @@ def corpus_dir() -> Path:
     return directory
 
 
+REAL_PROJECTS = ("ultralytics", "segment_anything")
+
+
+@pytest.fixture(scope="session")
+def real_projects_dir() -> Path:
+    """ultralytics and segment-anything from PyPI (scripts/fetch-real-projects.sh), for the
+    findings tests/truth/training_paths.jsonl labels on or off a training path; kept apart from
+    the dev corpus, whose tests check every file under it against its own truth."""
+    directory = Path(os.environ.get("CANDLE_PORT_REAL_PROJECTS", ROOT / ".real-projects"))
+    if not all((directory / p).is_dir() for p in REAL_PROJECTS):
+        script = ROOT / "scripts" / "fetch-real-projects.sh"
+        done = subprocess.run(["bash", str(script), str(directory)], capture_output=True, text=True)
+        if done.returncode != 0 or not all((directory / p).is_dir() for p in REAL_PROJECTS):
+            _missing(f"the real projects could not be fetched: {done.stderr.strip()[-300:]}")
+    return directory
+
+
 @pytest.fixture(scope="session")
 def truth_rows() -> list[dict]:
     shared = shared_dir()

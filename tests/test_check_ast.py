@@ -141,3 +141,27 @@ def test_line_starts_are_the_same_with_and_without_carriage_returns():
     for text in ["", "a", "a\n", "a\nbb\n\nccc", "\n\n", "é\nx = 'ü'\n", "a\r\nb\rc\n", "x\r"]:
         expected = [0] + [m.end() for m in re.finditer(r"\r\n|\r|\n", text)]
         assert Source(text).starts == expected, text
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        pytest.param("def f(:\n    pass\n", id="names-no-api"),
+        pytest.param(HEADER + "def f(:\n" + SITE, id="names-an-api"),
+    ],
+)
+def test_one_text_reports_every_syntax_error(text):
+    """check_source (and stdin) report a syntax error whether or not the text names an API, as
+    docs/python-api.md says; text that names no API used to pass as "no findings"."""
+    from candle_port.api import SourceSyntaxError, check_source
+
+    with pytest.raises(SourceSyntaxError, match="syntax error"):
+        check_source(text, "bad.py")
+
+
+def test_stdin_reports_a_syntax_error_in_text_that_names_no_api():
+    from tests.conftest import run_tool
+
+    done = run_tool("-", "--stdin-filename", "bad.py", stdin=b"def f(:\n    pass\n")
+    assert done.returncode == 3
+    assert b"bad.py:1:7: syntax error" in done.stderr

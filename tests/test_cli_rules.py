@@ -57,3 +57,18 @@ def test_progress_only_on_a_terminal_outside_ci(monkeypatch):
     monkeypatch.setenv("CI", "true")
     assert not wants_progress(_Tty())
     assert progress_factory("Checking") is None  # stderr of pytest is not a terminal, and CI is set
+
+
+def test_rule_texts_cite_only_pages_a_user_has():
+    """What `rules`, SARIF and the rule pages show cites the project's docs, never a file outside
+    it (`../shared/candle-ops.md` was cited by eleven rules), and each cited page exists."""
+    import re
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    for rule in all_rules():
+        text = " ".join((rule.summary, rule.why, rule.source, rule.fix_hint, rule.severity_note))
+        assert "../" not in text, rule.code
+        for page in re.findall(r"docs/[\w/.-]+\.md", text):
+            assert (root / page).is_file(), (rule.code, page)
+        assert "docs/" in rule.source or "crates/" in rule.source, rule.code

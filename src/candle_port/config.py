@@ -72,7 +72,9 @@ def _known_codes() -> tuple[str, ...]:
 
 class Config(Record):
     """The effective settings. `include_no_grad`: port-fix also rewrites sites under
-    torch.no_grad()/inference_mode() (--include-no-grad). `root` (the directory of the config
+    torch.no_grad()/inference_mode() (--include-no-grad). `include_untrained`: findings on no
+    training path (analysis/training.py) stay errors, and port-fix rewrites them
+    (--include-untrained). `root` (the directory of the config
     file, which relative patterns start from) and `source` (that file) are not compared."""
 
     __slots__ = (
@@ -86,6 +88,7 @@ class Config(Record):
         "cache_dir",
         "include_no_grad",
         "candle_version",
+        "include_untrained",
         "root",
         "source",
     )
@@ -103,6 +106,7 @@ class Config(Record):
         cache_dir: str | None = None,
         include_no_grad: bool = False,
         candle_version: str | None = None,
+        include_untrained: bool = False,
         root: Path | None = None,
         source: Path | None = None,
     ) -> None:
@@ -116,6 +120,7 @@ class Config(Record):
         self.cache_dir = cache_dir
         self.include_no_grad = include_no_grad
         self.candle_version = candle_version
+        self.include_untrained = include_untrained
         self.root = root
         self.source = source
 
@@ -151,6 +156,7 @@ class Config(Record):
             "per_file_ignores": self.per_file_ignores,
             "severity": self.severity,
             "candle_version": self.candle_version,
+            "include_untrained": self.include_untrained,
         }
         import json  # here: only a run with the cache needs the fingerprint
 
@@ -361,8 +367,8 @@ def config_from_table(table: dict, path: Path) -> Config:
     changes["severity"] = tuple(sorted((k.upper(), v) for k, v in severity.items()))
     check_codes(tuple(code for code, _ in changes["severity"]), f"{path}: severity", exact=True)
     if "strategy" in table:
-        if not isinstance(table["strategy"], str) or table["strategy"] not in ("runtime", "nearest", "convtranspose"):
-            raise ConfigError(f"{path}: strategy must be runtime, nearest or convtranspose")
+        if not isinstance(table["strategy"], str) or table["strategy"] not in ("runtime", "nearest", "convtranspose", "detach"):
+            raise ConfigError(f"{path}: strategy must be runtime, nearest, convtranspose or detach")
         changes["strategy"] = table["strategy"]
     if "candle-version" in table:
         changes["candle_version"] = check_candle_version(table["candle-version"], f"{path}: candle-version")

@@ -16,8 +16,9 @@ def _site(source: str):
 
 
 def test_registry_names_each_strategy_once():
-    assert strategies.STRATEGIES == ("runtime", "nearest", "convtranspose")
-    assert set(strategies.REGISTRY) == {"runtime", "nearest", "convtranspose", "convert"}
+    assert strategies.STRATEGIES == ("runtime", "nearest", "convtranspose", "detach")
+    assert strategies.LISTED_STRATEGIES == ("runtime", "nearest", "convtranspose")  # detach: opt-in, never suggested
+    assert set(strategies.REGISTRY) == {"runtime", "nearest", "convtranspose", "detach", "convert"}
     for name, strategy in strategies.REGISTRY.items():
         assert strategy.name == name and type(strategy).__module__ == f"candle_port.rewriters.strategies.{name}"
     assert strategies.EXACT_STRATEGIES == ("runtime", "convert")

@@ -72,9 +72,9 @@ class ModuleSummary(MutableRecord):
     `imports`: name -> qualified name (module level, for re-exports); `classes`: Class ->
     [qualified base names]; `wrappers`: Wrapper fields; `passes`: candidate wrappers of wrappers,
     [function key, params, param, default, line, [callee names], keyword, position]; `stars`:
-    the modules it star-imports (re-exports)."""
+    the modules it star-imports (re-exports); `baseless`: its classes without bases (analysis/training.py)."""
 
-    __slots__ = ("module", "path", "constants", "enums", "imports", "classes", "wrappers", "passes", "stars")
+    __slots__ = ("module", "path", "constants", "enums", "imports", "classes", "wrappers", "passes", "stars", "baseless")
 
     def __init__(
         self,
@@ -87,6 +87,7 @@ class ModuleSummary(MutableRecord):
         wrappers: list | None = None,
         passes: list | None = None,
         stars: list | None = None,
+        baseless: list | None = None,
     ) -> None:
         self.module = module
         self.path = path
@@ -97,9 +98,10 @@ class ModuleSummary(MutableRecord):
         self.wrappers = [] if wrappers is None else wrappers
         self.passes = [] if passes is None else passes
         self.stars = [] if stars is None else stars
+        self.baseless = [] if baseless is None else baseless
 
     def empty(self) -> bool:
-        return not (self.constants or self.enums or self.imports or self.classes or self.wrappers or self.passes or self.stars)
+        return not (self.constants or self.enums or self.imports or self.classes or self.wrappers or self.passes or self.stars or self.baseless)
 
     def to_json(self) -> dict:
         return self.as_dict()
@@ -112,7 +114,7 @@ class ModuleSummary(MutableRecord):
 def _same_exports(a: ModuleSummary, b: ModuleSummary) -> bool:
     """Equal in everything the index answers from (`passes` feed only its fixed point, which the
     workers' copy has already run)."""
-    return all(getattr(a, name) == getattr(b, name) for name in ("module", "constants", "enums", "imports", "classes", "wrappers", "stars"))
+    return all(getattr(a, name) == getattr(b, name) for name in ("module", "constants", "enums", "imports", "classes", "wrappers", "stars", "baseless"))
 
 
 def module_name_of(path: str) -> tuple[str, str]:
@@ -171,14 +173,23 @@ def summarize(module: str, path: str, builder, resolver, sites) -> ModuleSummary
         bases += sorted(f"{module}.{base.id}" for base in info.node.bases if isinstance(base, ast.Name) and _local_class(base.id, scope))
         if bases:
             summary.classes[info.node.name] = bases
-        if set(bases) & _ENUM_BASES or any(_is_enum_class(b, summary) for b in bases):
+        elif not info.node.bases:
+            summary.baseless.append(info.node.name)
+        certain = bool(set(bases) & _ENUM_BASES) or any(_is_enum_class(b, summary) for b in bases)
+        # A class of another module's base (`class Mode(StrEnum)`, monai's StrEnum) may be an
+        # enum: the index decides from that base (ProjectIndex.enum_traits).
+        maybe = not certain and any(not b.startswith(("torch.", "builtins.", "enum.")) for b in bases)
+        if certain or maybe:
             members = {}
             for statement in info.node.body:
                 if isinstance(statement, ast.Assign) and len(statement.targets) == 1 and isinstance(statement.targets[0], ast.Name):
                     values = literals_of(statement.value)
                     if values is not None and len(values) == 1 and _plain(values[0]):
                         members[statement.targets[0].id] = values[0]
-            summary.enums[info.node.name] = {"str": bool(set(bases) & _STR_ENUM_BASES), "members": members}
+            if certain or members:
+                summary.enums[info.node.name] = {"str": bool(set(bases) & _STR_ENUM_BASES), "members": members}
+                if maybe:
+                    summary.enums[info.node.name]["maybe"] = True
     for site in sites:
         wrapper = _wrapper_of_site(site, module, path)
         if wrapper is not None and all(w["name"] != wrapper.name or w["param"] != wrapper.param for w in summary.wrappers):
@@ -191,7 +202,7 @@ def summarize(module: str, path: str, builder, resolver, sites) -> ModuleSummary
 def external_refs(builder, resolver, module: str, sites, plain) -> set[str]:
     """What this module refers to that another module of the tree may define: `c:` callees of plain
     calls and local class bases (a wrapper, a subclass of an API), `v:` names used as site arguments
-    (a constant, an enum member)."""
+    (a constant, an enum member), `b:` the bases of a class holding a site (whether it trains)."""
     refs: set[str] = set()
     own = module + "."
 
@@ -205,6 +216,15 @@ def external_refs(builder, resolver, module: str, sites, plain) -> set[str]:
     for info in builder.classes:
         for base in info.node.bases:
             refs.update("c:" + n for n in resolver.qualified_names(base, info.scope) if keep(n))
+    classes = set()
+    for site in sites:
+        scope = site.scope
+        while scope is not None and scope.kind != "class":
+            scope = scope.parent
+        if scope is not None and id(scope) not in classes:  # whether it trains (analysis/training.py)
+            classes.add(id(scope))
+            for base in scope.node.bases:
+                refs.update("b:" + n for n in resolver.qualified_names(base, scope.parent) if keep(n))
     for site in sites:
         for node in site.arguments.values():
             dotted = dotted_name(node)
@@ -318,41 +338,80 @@ def _default(node: ast.expr | None) -> tuple | None:
 
 
 def _parameter_passes(builder, resolver, module: str) -> list:
-    """Calls that pass a bare parameter of the enclosing function: a wrapper of a wrapper, once the
-    callee turns out to be a wrapper and the argument its mode."""
+    """Calls that pass a bare parameter of the enclosing function, or `self.<attribute>` kept from a
+    parameter of the class's `__init__` (mmsegmentation's `Upsample` passes `self.mode` to its
+    `resize`): a wrapper of a wrapper, once the callee turns out to be a wrapper and the argument
+    its mode."""
     out = []
+    assigned: dict = {}  # id(class) -> {attribute: [(method, value)]}, read once per class
     for call, scope in builder.calls:
         candidates = None
         for position, arg in enumerate(call.args):
             if isinstance(arg, ast.Starred):
                 break
-            if isinstance(arg, ast.Name):
+            if isinstance(arg, ast.Name) or _self_attribute(arg):
                 candidates = candidates or []
-                candidates.append((arg.id, None, position))
+                candidates.append((arg, None, position))
         for keyword in call.keywords:
-            if keyword.arg is not None and isinstance(keyword.value, ast.Name):
+            if keyword.arg is not None and (isinstance(keyword.value, ast.Name) or _self_attribute(keyword.value)):
                 candidates = candidates or []
-                candidates.append((keyword.value.id, keyword.arg, None))
+                candidates.append((keyword.value, keyword.arg, None))
         if not candidates:
             continue
         callees = None
-        for name, keyword, position in candidates:
-            found = resolver.parameter(name, scope)
+        for node, keyword, position in candidates:
+            found = _passed_parameter(node, scope, resolver, module, assigned)
             if found is None:
                 continue
-            param, function_scope = found
-            key = _function_key(function_scope, module)
-            if key is None:
-                continue
+            qualified, func, is_method, param = found
             if callees is None:
                 callees = sorted(n for n in callee_names(call, scope, resolver, module) if not n.startswith(("torch.", "builtins.")))
             if not callees:
                 break
-            qualified, func, is_method = key
             out.append(
                 [qualified, list(_call_params(func, is_method)), param.name, _default(param.default), func.lineno, callees, keyword, position]
             )
     return out
+
+
+def _self_attribute(node: ast.expr) -> bool:
+    return isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == "self"
+
+
+def _passed_parameter(node: ast.expr, scope: Scope, resolver, module: str, assigned: dict):
+    """(wrapper key, def node, is_method, Param) of the parameter `node` stands for: a parameter of
+    the enclosing function, or for `self.<attribute>` the `__init__` parameter it is set from once
+    (then the class, called as Class(...), is the wrapper); None otherwise."""
+    if isinstance(node, ast.Name):
+        found = resolver.parameter(node.id, scope)
+        if found is None:
+            return None
+        param, function_scope = found
+        key = _function_key(function_scope, module)
+        return None if key is None else (*key, param)
+    from candle_port.analysis.sites import self_assignments
+
+    class_scope = scope
+    while class_scope is not None and class_scope.kind != "class":
+        class_scope = class_scope.parent
+    if class_scope is None or class_scope.parent is None or class_scope.parent.kind != "module":
+        return None
+    cls = class_scope.node
+    by_attribute = assigned.get(id(cls))
+    if by_attribute is None:
+        by_attribute = assigned[id(cls)] = {}
+        for method, attribute, value in self_assignments(cls):
+            by_attribute.setdefault(attribute, []).append((method, attribute, value))
+    found = by_attribute.get(node.attr, ())
+    if len(found) != 1:
+        return None
+    method, _attr, value = found[0]
+    if method.name != "__init__" or not isinstance(value, ast.Name):
+        return None
+    params = {p.name: p for p in all_params(method.args)}
+    if value.id not in params:
+        return None
+    return f"{module}.{cls.name}", method, True, params[value.id]
 
 
 def callee_names(call: ast.Call, scope: Scope, resolver, module: str) -> set[str]:
@@ -495,6 +554,7 @@ class ProjectIndex:
             name in summary.constants
             or name in summary.enums
             or name in summary.classes
+            or name in summary.baseless
             or any(w["name"].startswith(f"{summary.module}.{name}") for w in summary.wrappers)
         )
 
@@ -568,12 +628,55 @@ class ProjectIndex:
             return [_tuple(v) for v in summary.constants[rest[0]]]
         enum = summary.enums.get(rest[0])
         if enum is not None and len(rest) in (2, 3) and rest[1] in enum["members"]:
+            is_enum, is_str = self.enum_traits(f"{summary.module}.{rest[0]}")
+            if not is_enum:
+                return None
             value = enum["members"][rest[1]]
             if len(rest) == 3 and rest[2] == "value":
                 return [_tuple(value)]
-            if len(rest) == 2 and enum["str"] and isinstance(value, str):
+            if len(rest) == 2 and is_str and isinstance(value, str):
                 return [value]  # a str-mixin member is the string
         return None
+
+    def enum_traits(self, qualified: str, depth: int = 0) -> tuple[bool, bool]:
+        """(an Enum, a str Enum) for a project class, through its bases in any module of the tree
+        (`class InterpolateMode(StrEnum)` with monai's `class StrEnum(str, Enum)` elsewhere)."""
+        if qualified in _ENUM_BASES or qualified in _STR_ENUM_BASES:
+            return qualified in _ENUM_BASES, qualified in _STR_ENUM_BASES
+        split = self._split(qualified) if depth <= _MAX_DEPTH else None
+        if split is None or len(split[1]) != 1:
+            return False, False
+        summary, (name,) = split
+        enum = summary.enums.get(name)
+        if enum is None:
+            return False, False
+        is_enum, is_str = not enum.get("maybe"), enum["str"]
+        for base in summary.classes.get(name, ()):
+            if base != f"{summary.module}.{name}":
+                base_enum, base_str = self.enum_traits(base, depth + 1)
+                is_enum, is_str = is_enum or base_enum, is_str or base_str
+        return is_enum, is_str and is_enum
+
+    def plain_class(self, qualified: str, depth: int = 0) -> bool:
+        """Whether a project class is certainly no nn.Module, autograd Function or loss: its bases,
+        followed through the index, end in plain Python classes (analysis/training.py)."""
+        from candle_port.analysis.training import is_loss_name, plain_base_name
+
+        memo = self.__dict__.setdefault("_plain_memo", {})
+        if qualified in memo:
+            return memo[qualified]
+        memo[qualified] = False  # a cycle is not plain
+        split = self._split(qualified) if depth <= _MAX_DEPTH else None
+        found = False
+        if split is not None and len(split[1]) == 1 and not is_loss_name(split[1][0]):
+            summary, (name,) = split
+            if name in summary.baseless:
+                found = True
+            elif name in summary.classes:
+                own = f"{summary.module}.{name}"
+                found = all(plain_base_name(b) or (b != own and self.plain_class(b, depth + 1)) for b in summary.classes[name])
+        memo[qualified] = found
+        return found
 
     def external_names(self, qualified: str, depth: int = 0) -> set[str]:
         """The module APIs a project class subclasses (directly or through project classes)."""
@@ -759,6 +862,9 @@ class ProjectIndex:
                 classes = sorted(self.external_names(name))
                 if wrapper is not None or classes:
                     used.append([ref, repr(wrapper), classes])
+            elif ref.startswith("b:"):
+                if self.plain_class(name):
+                    used.append([ref, "plain"])
             else:
                 value = self.constant(name)
                 if value is not None:
@@ -782,7 +888,7 @@ class ProjectIndex:
         cached = self._digests.get("*")
         if cached is None:
             payload = {
-                "modules": {name: [s.constants, s.enums, s.imports, s.classes] for name, s in sorted(self.modules.items())},
+                "modules": {name: [s.constants, s.enums, s.imports, s.classes, s.baseless] for name, s in sorted(self.modules.items())},
                 "wrappers": sorted(repr(w.as_dict()) for w in self.wrappers.values()),
             }
             cached = hex_digest(json.dumps(payload, sort_keys=True, default=repr).encode())
@@ -793,7 +899,7 @@ class ProjectIndex:
 def _defined_names(summary: ModuleSummary) -> set[str]:
     """The names a module defines at its top level that the index knows: constants, enums,
     classes, wrappers (a method wrapper by its class)."""
-    names = {*summary.constants, *summary.enums, *summary.classes}
+    names = {*summary.constants, *summary.enums, *summary.classes, *summary.baseless}
     names.update(w["name"][len(summary.module) + 1 :].split(".")[0] for w in summary.wrappers)
     return names
 

@@ -5,13 +5,15 @@ project index's wrappers or API subclasses (`project_names`, in a later pass), `
 rebind a module name, which decides whether that name is a constant), or a name of this module
 that leads to a site:
 
-- a class whose bases name one (a subclass of an API: constructing it is a site), found here;
+- a class whose bases name one (a subclass of an API: constructing it is a site), found here,
+  and its `__init__` (what it passes to `super().__init__` is the API's arguments);
 - a module-level name bound by a statement that names one (`up = F.interpolate`), and a wrapper
   defined in this module (its calls are sites): both known only once the kept code is parsed and
   scanned, so the caller adds them with `more_names` and asks again (checker.py);
 - for a needed method, the methods of its class that assign a `self.` attribute it uses (a
   finding says where `self.mode` comes from; a class whose `__init__` keeps its `mode` parameter
-  is a wrapper).
+  is a wrapper), and the methods that call a nearest-upsample layer it stores on `self` (CP116
+  reads that layer's input there).
 
 Every other body of a module-level function or of a method of a module-level class is left out
 (outline.py). What a body left out calls in another module (a wrapper the first pass does not know
@@ -35,6 +37,11 @@ from candle_port.pipeline.prefilter import api_names
 _SELF_ATTRIBUTE = re.compile(r"self\s*\.\s*([A-Za-z_]\w*)")
 _BASES = re.compile(r"\bclass\s+\w+\s*\(([^)]*)\)")
 _NAME = re.compile(r"[A-Za-z_]\w*")
+# A bare call on a line that passes a `self.` attribute (`resize(x, self.size, None, self.mode)`):
+# once the callee is a wrapper, the class may keep its mode on self (index._passed_parameter).
+_BARE_CALL = re.compile(r"(?<![.\w])([A-Za-z_]\w*)\s*\(")
+# `self.up = nn.Upsample(...)`: the methods calling `self.up(` decide its input's consumers (CP116).
+_UPSAMPLE_LAYER = re.compile(r"self\s*\.\s*([A-Za-z_]\w*)\s*(?::[^=\n]*)?=\s*[\w.]*(?:Upsample|UpsamplingNearest2d)\s*\(")
 _SELF_ASSIGNMENT = re.compile(r"self\s*\.\s*([A-Za-z_]\w*)\s*(?::[^=\n]*)?=(?!=)")
 
 
@@ -99,7 +106,12 @@ class Relevance:
             self.needed.add(id(unit))
             return set()
         if not unit.body_line or self.outline.line_of(offset) < unit.body_line:
-            return {unit.name}  # in its bases: a subclass of what the name stands for
+            # In its bases: a subclass of what the name stands for, whose `__init__` decides the
+            # base's arguments (super_init.py).
+            init = next((m for m in unit.methods if m.name == "__init__"), None)
+            if init is not None:
+                self._need_method(unit, init)
+            return {unit.name}
         return set()  # a class-level statement: always parsed
 
     def _need_method(self, cls: Unit, method: Unit) -> None:
@@ -108,6 +120,11 @@ class Relevance:
         self.needed.add(id(method))
         start, end = self.outline.span(method)
         used = set(_SELF_ATTRIBUTE.findall(self.outline.text, start, end))
+        for layer in _UPSAMPLE_LAYER.findall(self.outline.text, start, end):
+            call = re.compile(rf"self\s*\.\s*{layer}\s*\(")
+            for sibling in cls.methods:
+                if id(sibling) not in self.needed and call.search(self.outline.text, *self.outline.span(sibling)):
+                    self._need_method(cls, sibling)
         if not used:
             return
         for sibling in cls.methods:
@@ -144,13 +161,28 @@ def recheck_names(outline: Outline, left_out: list[Unit]) -> frozenset[str]:
     an import (mentions.py): the call words of the units left out (every word of the module's
     import statements; their `.name(` calls, with a star import their `name(` calls) and their
     classes' bases. A name they merely mention (kornia's `scale` as a variable) or call but define
-    in this module (timm's 26 models each call their own `checkpoint_filter_fn`) sends no file back."""
+    in this module (timm's 26 models each call their own `checkpoint_filter_fn`) sends no file back,
+    unless it passes a `self.` attribute (the class may then keep a wrapper's mode on self)."""
     spans = [outline.span(unit) for unit in left_out]
     words = set(call_words(outline.text, spans))
     for start, end in spans:
         for bases in _BASES.findall(outline.text, start, end):
             words.update(_NAME.findall(bases))
+        words.update(_self_passing_calls(outline.text, start, end))
     return frozenset(words)
+
+
+def _self_passing_calls(text: str, start: int, end: int) -> set[str]:
+    """The bare callees on the lines of `text[start:end]` that also pass a `self.` attribute."""
+    found: set[str] = set()
+    at = text.find("self.", start, end)
+    while at != -1:
+        line_start = text.rfind("\n", start, at) + 1
+        line_end = text.find("\n", at, end)
+        line_end = end if line_end == -1 else line_end
+        found.update(_BARE_CALL.findall(text, max(line_start, start), line_end))
+        at = text.find("self.", line_end, end)
+    return found
 
 
 def _occurrences(text: str, words) -> list[int]:

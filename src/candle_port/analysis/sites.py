@@ -15,6 +15,8 @@ from candle_port.analysis.class_values import class_values, may_pass_classes, re
 from candle_port.analysis.grad_mode import no_grad_reason
 from candle_port.analysis.names import Alias, ClassInfo, Collection, Import, Param, Resolver, Scope, ScopeBuilder, all_params, dotted_name
 from candle_port.analysis.names import Value as Assigned
+from candle_port.analysis.super_init import value_through_super
+from candle_port.analysis.training import untrained_reason
 from candle_port.analysis.values import Source, Value, code_of, evaluate, omitted, partial_literals
 
 _DEFAULTS = {
@@ -40,7 +42,8 @@ class Site:
     time). `rebound_classes`: for a "chosen" site called through a name bound to a conditional of
     classes or rebound from one class to another, the expressions that name this site's API
     (port-fix swaps them). `no_grad`: `with torch.no_grad()` / `@torch.inference_mode()` when the call runs with
-    gradients off (grad_mode.py). `chosen_from`: `POOLS[dim - 1]`, for
+    gradients off (grad_mode.py). `untrained`: why the site is on no training path, "" when it
+    may be (training.py). `chosen_from`: `POOLS[dim - 1]`, for
     kinds "chosen" and "picked". `lookup` decides names from the project index (values.Lookup).
     For kind "wrapper": `wrapper`, the wrapper's qualified name, and `wrapper_default`, the mode
     its default gives when not passed."""
@@ -65,6 +68,7 @@ class Site:
         "subclass_name",
         "used_as",
         "rebound_classes",
+        "untrained",
     )
 
     def __init__(
@@ -108,6 +112,7 @@ class Site:
         self.subclass_name = subclass_name
         self.used_as = used_as
         self.rebound_classes = rebound_classes
+        self.untrained = ""
 
     def replace(self, **changes) -> "Site":
         """A copy of this site with `changes` (port-fix moves a site onto its rewritten call)."""
@@ -130,6 +135,11 @@ class Site:
                 return Value(True, self.wrapper_default, source=f"{self.wrapper}'s default", omitted=True)
             return Value(False, (), source=f"inside {self.wrapper}")
         own_init = self.subclass is not None and self.subclass.defines_init
+        default = self.api.default_mode if name == "mode" else self.api.defaults.get(name, _DEFAULTS.get(name))
+        if own_init:
+            through = value_through_super(self, name, default)
+            if through is not None:  # the base built with what the subclass passes it (super_init.py)
+                return through
         if own_init and self.api.family not in ("interpolate", "grid_sample"):
             # A pooling/conv subclass with its own __init__: its arguments are not the API's.
             return Value(False, (), source=f"{self.subclass.node.name}.__init__")
@@ -140,7 +150,6 @@ class Site:
             return Value(False, (), source=f"{self.subclass.node.name}.__init__")
         if self.star_kwargs or (self.star_args and name in self.api.params):
             return Value(False, (), source="*args/**kwargs")
-        default = self.api.default_mode if name == "mode" else self.api.defaults.get(name, _DEFAULTS.get(name))
         return omitted(default)
 
     @property
@@ -250,6 +259,7 @@ def scan_module(tree: ast.Module, text: str = "", index=None, package: str = "",
         contexts = builder.call_contexts.get(site.call)
         if contexts:
             site.no_grad = no_grad_reason(contexts, resolver, source)
+        site.untrained = untrained_reason(site, resolver, local, module)
     sites.sort(key=lambda s: (s.call.lineno, s.call.col_offset))
     refs = external_refs(builder, resolver, module, sites, plain)
     return Scan(sites, builder, resolver, tree, source, summary, refs, local.own_wrapper_names(module))

@@ -32,6 +32,7 @@ def run_check(options: argparse.Namespace) -> int:
             settings = settings.replace(candle_version=check_candle_version(options.candle_version, "--candle-version"))
         except ConfigError as exc:
             fail_usage(str(exc))
+    settings = settings.with_options(include_untrained=options.include_untrained or None)
     from candle_port.pipeline.engine import CheckReport, check_paths
 
     report = CheckReport()

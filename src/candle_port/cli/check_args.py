@@ -85,6 +85,12 @@ def parser(prog: str) -> argparse.ArgumentParser:
     output.add_argument("-q", "--quiet", action="store_true", help=HELP["quiet"])
     configuration = p.add_argument_group("configuration")
     configuration.add_argument("--config", type=Path, help=HELP["config"].replace("%", "%%"))
+    configuration.add_argument(
+        "--include-untrained",
+        action="store_true",
+        help="Report a finding in code on no training path (a method of a class that is no nn.Module "
+        "or loss: a predictor, a validator, plotting) as an error, not a warning.",
+    )
     configuration.add_argument("--stdin-filename", help=HELP["stdin_filename"])
     configuration.add_argument("--no-cache", action="store_true", help="Neither read nor write the results cache.")
     configuration.add_argument("--cache-dir", help=f"Where to keep the results cache (default: {DEFAULT_CACHE_DIR}).")

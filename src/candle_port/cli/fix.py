@@ -30,6 +30,7 @@ class Strategy(str, enum.Enum):
     RUNTIME = "runtime"
     NEAREST = "nearest"
     CONVTRANSPOSE = "convtranspose"
+    DETACH = "detach"
 
 
 class SummaryFormat(str, enum.Enum):
@@ -44,7 +45,7 @@ def fix_command(
         typer.Option(
             "--strategy",
             help="runtime: exact drop-in (default); nearest: mode='nearest' (numerics change); "
-            "convtranspose: learnable transposed conv, exact at init. Default: `strategy` in \\[tool.candle-port], else runtime.",
+            "convtranspose: learnable transposed conv, exact at init; detach: x.detach() before a resize (gradients change by design). Default: `strategy` in \\[tool.candle-port], else runtime.",
             case_sensitive=False,
         ),
     ] = None,
@@ -84,13 +85,17 @@ def fix_command(
             rich_help_panel=common.CONFIGURATION,
         ),
     ] = None,
+    include_untrained: Annotated[
+        bool,
+        typer.Option("--include-untrained", help="Also rewrite sites on no training path (a method of a class that is no nn.Module or loss; left alone by default).", rich_help_panel=common.CONFIGURATION),
+    ] = False,
     jobs: common.Jobs = None,
     quiet: common.Quiet = False,
     version: common.VersionOption = None,
 ) -> None:
     """Rewrite what candle cannot train (interpolate, pooling, grid_sample, transposed and 3-D convolutions) into ops it can differentiate (runtime, nearest or convtranspose)."""
     paths = paths or ["."]
-    settings = common.effective_config(config, paths, select, ignore).with_options(include_no_grad=include_no_grad or None)
+    settings = common.effective_config(config, paths, select, ignore).with_options(include_no_grad=include_no_grad or None, include_untrained=include_untrained or None)
     chosen = strategy.value if strategy is not None else settings.strategy
     write = not (diff or check)
     from candle_port.rewriters.files import fix_files, unified_diff

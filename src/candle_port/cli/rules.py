@@ -46,9 +46,9 @@ def rules_command(
 
 def _fixed_by(code: str, long: bool = False) -> str:
     """The port-fix strategies that rewrite this code's sites (at the sites whose literals allow)."""
-    from candle_port.rewriters.strategies import FIXED_CODES
+    from candle_port.rewriters.strategies import FIXED_CODES, LISTED_STRATEGIES
 
-    names = [strategy for strategy, codes in FIXED_CODES.items() if code in codes]
+    names = [strategy for strategy, codes in FIXED_CODES.items() if code in codes and strategy in LISTED_STRATEGIES]
     if not names:
         return "none: rewrite by hand" if long else "by hand"
     if not long:

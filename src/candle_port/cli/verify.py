@@ -26,6 +26,7 @@ class Strategy(str, enum.Enum):
     runtime = "runtime"
     nearest = "nearest"
     convtranspose = "convtranspose"
+    detach = "detach"
     convert = "convert"  # no source change: candle_port.runtime.convert on the built model, under routed()
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import ast
 import warnings
 
+from candle_port.analysis.consumers import detached_input
 from candle_port.analysis.outline import Outline
 from candle_port.analysis.relevance import Relevance, more_names, recheck_names
 from candle_port.analysis.sites import Scan, Site, scan_module
@@ -117,12 +118,19 @@ def findings_for_scan(scan: Scan, text: str, path: str, config: Config) -> list[
             for hit in rule.check(site):
                 if is_suppressed(rule.code, lines, suppressed):
                     continue
+                if hit.backward_only and detached_input(site):
+                    continue  # `F.interpolate(x.detach(), ...)`: no gradient reaches it
                 severity, message = hit.severity or rule.default_severity, hit.message
+                untrained = ""
                 if site.kind == "chosen" or (site.kind == "value" and site.chosen_from):
                     severity = Severity.WARNING  # only one of the layers runs
                 if site.no_grad and hit.backward_only:
                     severity = Severity.WARNING
                     message += f" (under `{site.no_grad}`: {NO_GRAD_REASON})"
+                elif site.untrained and not config.include_untrained:
+                    severity = Severity.WARNING  # analysis/training.py
+                    message += f" (not on a training path: {site.untrained})"
+                    untrained = site.untrained
                 findings.append(
                     Finding(
                         code=rule.code,
@@ -136,6 +144,7 @@ def findings_for_scan(scan: Scan, text: str, path: str, config: Config) -> list[
                         end_line=end_line,
                         hint="" if hit.fixes or site.kind == "wrapper" else hit.hint,  # by hand: where no strategy applies
                         wrapper=site.wrapper,
+                        untrained=untrained,
                     )
                 )
     findings.sort(key=lambda f: (f.line, f.column, f.code))
@@ -152,7 +161,8 @@ def check_text(
     prefiltered: bool = False,
     skip_unrelated: bool = False,
 ) -> FileResult:
-    """Check one source text; a syntax error becomes the result's `error`.
+    """Check one source text; a syntax error becomes the result's `error`, also in a text that
+    names no API unless `prefiltered` (the caller found that it may hold a site: a tree's file).
 
     `index`: the project index (analysis/index.py) of the tree the file is checked in, for names
     defined in other modules; without it, the file's own module constants, enums and wrappers count.
@@ -164,6 +174,11 @@ def check_text(
     config = config or Config()
     result = FileResult(path)
     if not prefiltered and not may_hold_sites(text) and (index is None or not index.mentioned_in(text)):
+        # One text (check_source, stdin): its syntax errors are reported like ruff's, though it
+        # holds no site. A tree's files are prefiltered instead (docs/port-check.md says why).
+        tree = parse(text, path)
+        if isinstance(tree, FileError):
+            result.error = tree
         return result
     needed = _scan_needed_bodies(text, path, index, package, module) if skip_unrelated else None
     if needed is not None:

@@ -353,6 +353,9 @@ def check_files_with_index(
             results[i] = result
             if result.parsed:
                 used[i] = index.digest_for(result.refs)
+        # A file first parsed in this pass may use a constant, or subclass a class, of a module
+        # no pass has summarized yet (fastsam's predictor, found by its wrapper call).
+        _summarize_value_modules(files, results)
     return results, index
 
 
@@ -381,11 +384,14 @@ def _share_with_workers(index):
 
 def _summarize_value_modules(files: list[str], results: list[FileResult]) -> None:
     """Summarize the modules that define the constants and enums the checked files use at a site
-    (`from .consts import MODE`): such a module names no API, so the first pass skipped it."""
-    wanted: set[str] = set()
-    for result in results:
-        wanted.update(ref[2:] for ref in result.refs if ref.startswith("v:"))
-    if not wanted:
+    (`from .consts import MODE`): such a module names no API, so the first pass skipped it. The
+    modules behind them are summarized too: a package `__init__` re-exporting the name, the
+    module of an enum's base class (monai's `InterpolateMode(StrEnum)`). So are the modules of the
+    bases of a class holding a site (`b:`), which say whether it trains (analysis/training.py)."""
+    # (name, whether its module's function bodies are needed): a base class needs only the outline.
+    refs = {(ref[2:], ref[0] == "v") for result in results for ref in result.refs if ref.startswith(("v:", "b:"))}
+    pending = sorted(refs, reverse=True)
+    if not pending:
         return
     by_tail: dict[tuple[str, ...], int] = {}
     for i, path in enumerate(files):
@@ -393,23 +399,48 @@ def _summarize_value_modules(files: list[str], results: list[FileResult]) -> Non
         if parts[-1] == "__init__":
             parts = parts[:-1]
         by_tail.setdefault(tuple(parts[-2:]), i)
-    done: set[int] = set()
-    for name in sorted(wanted):
+    seen: set[str] = set()
+    while pending and len(seen) < _MAX_VALUE_NAMES:
+        name, bodies = pending.pop()
+        if name in seen:
+            continue
+        seen.add(name)
         parts = name.split(".")
         for cut in range(len(parts) - 1, 0, -1):
             i = by_tail.get(tuple(parts[:cut][-2:]))
-            if i is None or i in done:
+            if i is None:
                 continue
-            done.add(i)
             result = results[i]
-            if result.parsed or result.summary or result.error is not None:
+            if result.error is not None:
                 break
-            result.summary = _summary_of(files[i])
+            if not result.parsed and not result.summary:
+                result.summary = _summary_of(files[i], bodies)
+            pending.extend((behind, bodies) for behind in _names_behind(result.summary, parts[cut:]))
             break
 
 
-def _summary_of(path: str) -> dict | None:
+# Names followed through re-exports and enum bases, at most (a chain is a few names long).
+_MAX_VALUE_NAMES = 1000
+
+
+def _names_behind(summary: dict | None, rest: list[str]) -> list[str]:
+    """The qualified names a summarized module's `rest[0]` stands for elsewhere: its import's
+    target, or its class bases outside torch and the standard library."""
+    if not summary or not rest:
+        return []
+    target = summary.get("imports", {}).get(rest[0])
+    if target is not None:
+        return [".".join([target, *rest[1:]])]
+    bases = summary.get("classes", {}).get(rest[0], ())
+    return [base for base in bases if not base.startswith(("torch.", "builtins.", "enum."))]
+
+
+def _summary_of(path: str, bodies: bool = True) -> dict | None:
+    """The summary of a module the first pass skipped; without `bodies`, of its outline only (its
+    classes' bases and its imports: analysis/outline.py), for a base class's module (diffusers'
+    lora_pipeline.py is 300 kB of function bodies)."""
     from candle_port.analysis.index import module_name_of
+    from candle_port.analysis.outline import Outline
     from candle_port.analysis.sites import scan_module
     from candle_port.pipeline.checker import parse
 
@@ -417,11 +448,22 @@ def _summary_of(path: str) -> dict | None:
         _, source = load_source(path)
     except SourceError:
         return None
-    tree = parse(source.text, path)
+    text = source.text
+    outline = None if bodies else Outline.of(text)
+    if outline is not None:
+        left_out = [u for unit in outline.units for u in (unit.methods if unit.is_class else [unit]) if u.body_line]
+        skeleton = outline.skeleton(left_out)
+        tree = parse(skeleton, path)
+        if not isinstance(tree, FileError) and outline.matches(tree, left_out):
+            text = skeleton
+        else:
+            tree = parse(source.text, path)
+    else:
+        tree = parse(source.text, path)
     if isinstance(tree, FileError):
         return None
     module, package = module_name_of(path)
-    summary = isolated(path, lambda: scan_module(tree, source.text, None, package, module, path).summary)
+    summary = isolated(path, lambda: scan_module(tree, text, None, package, module, path).summary)
     return None if isinstance(summary, FileError) or summary is None else summary.to_json()
 
 

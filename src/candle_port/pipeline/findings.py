@@ -20,9 +20,10 @@ class Finding(Record):
     `hint`: how to rewrite it by hand, for findings no port-fix strategy rewrites (CP105, CP108,
     CP110). `wrapper`: for a call of a project function or class that passes its mode to the API,
     the wrapper's qualified name (the wrapper itself is reported, and rewritten, at the API call
-    inside it)."""
+    inside it). `untrained`: why the site is on no training path, when that made it a warning
+    (analysis/training.py; port-fix leaves it alone)."""
 
-    __slots__ = ("code", "path", "line", "column", "message", "severity", "why", "fixes", "end_line", "hint", "wrapper")
+    __slots__ = ("code", "path", "line", "column", "message", "severity", "why", "fixes", "end_line", "hint", "wrapper", "untrained")
 
     def __init__(
         self,
@@ -37,6 +38,7 @@ class Finding(Record):
         end_line: int | None = None,
         hint: str = "",
         wrapper: str = "",
+        untrained: str = "",
     ) -> None:
         self.code = code
         self.path = path
@@ -49,6 +51,7 @@ class Finding(Record):
         self.end_line = end_line
         self.hint = hint
         self.wrapper = wrapper
+        self.untrained = untrained
 
     def to_dict(self) -> dict:
         return {

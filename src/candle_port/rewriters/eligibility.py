@@ -8,7 +8,7 @@ it in rewriters/strategies/; this module is the name-based entry point the rules
 from __future__ import annotations
 
 from candle_port.analysis.sites import Site
-from candle_port.rewriters.strategies import CONVTRANSPOSE, NEAREST, RUNTIME, STRATEGIES, get
+from candle_port.rewriters.strategies import CONVTRANSPOSE, LISTED_STRATEGIES, NEAREST, RUNTIME, STRATEGIES, get
 from candle_port.rewriters.strategies.base import RUNTIME_FAMILIES, integer_scale, rebinding
 
 __all__ = [
@@ -29,5 +29,5 @@ def refusal(strategy: str, site: Site) -> str | None:
     return get(strategy).refusal(site)
 
 
-def applicable(site: Site, strategies=STRATEGIES) -> tuple[str, ...]:
+def applicable(site: Site, strategies=LISTED_STRATEGIES) -> tuple[str, ...]:
     return tuple(s for s in strategies if refusal(s, site) is None)

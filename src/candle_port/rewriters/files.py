@@ -86,8 +86,10 @@ def fix_file(
     write: bool,
     vendored_module: str | None,
     policy: WritePolicy = WritePolicy(),
+    untrained: dict | None = None,
 ) -> FixResult | FileError:
-    """Fix one file; write it back through writeback when `write` and something changed."""
+    """Fix one file; write it back through writeback when `write` and something changed.
+    `untrained`: (line, column) -> why, the sites the project index puts on no training path."""
     if path.endswith(".rs"):
         return _fix_rust_file(path, config, write, policy)
     try:
@@ -101,7 +103,8 @@ def fix_file(
     from candle_port.rewriters.fixer import fix_text
 
     result = isolated(
-        path, lambda: fix_text(source.text, strategy=strategy, path=path, config=config, vendored_module=vendored_module)
+        path, lambda: fix_text(source.text, strategy=strategy, path=path, config=config, vendored_module=vendored_module,
+                               untrained=untrained)
     )
     if isinstance(result, FileError):
         return result
@@ -211,8 +214,25 @@ def _in_file_order(screened: list, outcomes: list) -> list:
 
 
 def _fix_chunk(args) -> list:
-    paths, strategy, config, write, vendored_module, policy = args
-    return [fix_file(p, strategy, config, write, vendored_module, policy) for p in paths]
+    paths, strategy, config, write, vendored_module, policy, untrained = args
+    return [fix_file(p, strategy, config, write, vendored_module, policy, untrained.get(p)) for p in paths]
+
+
+def _untrained_sites(files: list[str], config: Config) -> dict:
+    """path -> {(line, column): why} for the sites on no training path as port-check decides it
+    with the project index (a class whose bases are in other modules: analysis/training.py),
+    which one file alone cannot tell."""
+    from candle_port.pipeline.engine import check_files_with_index
+
+    # In this process: a worker pool here would be killed or interrupted before the fix's own
+    # pool starts its journal (tests/fix/test_fix_interrupt.py).
+    results, _index = check_files_with_index(files, config, config.cache_dir, 1)
+    out: dict = {}
+    for result in results:
+        for finding in result.findings:
+            if finding.untrained:
+                out.setdefault(result.path, {})[(finding.line, finding.column)] = finding.untrained
+    return out
 
 
 def fix_files(
@@ -271,12 +291,18 @@ def fix_files(
     if todo:
         import candle_port.rewriters.fixer  # noqa: F401 - once here, inherited by every forked worker
 
+        try:
+            untrained = {} if config.include_untrained or len(files) < 2 else _untrained_sites(files, config)
+        except KeyboardInterrupt:  # nothing was written yet
+            report.interrupted = True
+            return report
+
         run_tag = uuid.uuid4().hex[:12]  # names this run's temporary files, so a killed worker's are found
         policy = WritePolicy(force_read_only=force_read_only, roots=tuple(os.path.realpath(p) for p in paths), temp_tag=run_tag)
         try:
             # A progress callback makes a one-process run go file by file, so an interrupt keeps every finished result.
             outcomes = map_files(
-                _fix_chunk, todo, (strategy, config, write, vendored_module, policy), jobs, lambda _: None, on_crash=_worker_died,
+                _fix_chunk, todo, (strategy, config, write, vendored_module, policy, untrained), jobs, lambda _: None, on_crash=_worker_died,
                 per_file=True, recover=_written if write else None,
             )
         except Interrupted as stop:

@@ -38,13 +38,15 @@ def fix_text(
     config: Config | None = None,
     vendored_module: str | None = None,
     fast: bool = True,
+    untrained: dict | None = None,
     **options,
 ) -> FixResult:
     """Rewrite every fixable site of `text` with `strategy`; never raises for bad source.
 
     `vendored_module`: import the runtime from this module (written by --vendor) instead of
     candle_port.runtime. `fast=False` forces the libcst transformer instead of splicing callee
-    spans into the text (same output; the tests compare them). A syntax error becomes the result's `error` with the text unchanged.
+    spans into the text (same output; the tests compare them). `untrained`: (line, column) -> why,
+    sites the project index puts on no training path (left alone, as the file's own are). A syntax error becomes the result's `error` with the text unchanged.
     """
     if strategy not in STRATEGIES:
         raise FixError(f"unknown strategy {strategy!r}; expected one of {', '.join(STRATEGIES)}")
@@ -95,6 +97,11 @@ def fix_text(
             continue  # no runtime drop-in for this API: listed as unfixable below, with the rule's hint
         if not config.include_no_grad and harmless_without_gradients(site, codes):
             reason = f"under `{site.no_grad}`, not on a gradient path; --include-no-grad rewrites it"
+            result.skipped.append(Skipped(code, line, column, reason, no_grad=True))
+            continue
+        why = site.untrained or (untrained or {}).get((line, column))
+        if why and not config.include_untrained:
+            reason = f"not on a training path: {why}"
             result.skipped.append(Skipped(code, line, column, reason, no_grad=True))
             continue
         reason = chosen.refusal(site)

@@ -36,7 +36,7 @@ class Skipped:
     line: int
     column: int
     reason: str
-    no_grad: bool = False  # left alone because it runs under torch.no_grad() (still a finding)
+    no_grad: bool = False  # left alone: under torch.no_grad(), or on no training path (still a finding)
 
 
 @dataclass(frozen=True)

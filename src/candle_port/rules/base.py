@@ -46,7 +46,7 @@ class Rule:
     name: ClassVar[str]
     summary: ClassVar[str]
     why: ClassVar[str]
-    source: ClassVar[str]  # where in candle (../shared/candle-ops.md) the reason comes from
+    source: ClassVar[str]  # where in candle the reason comes from, and the docs page that shows it
     default_severity: ClassVar[Severity] = Severity.ERROR
     severity_note: ClassVar[str] = ""  # when some sites get another severity than the default
     fix_hint: ClassVar[str] = ""

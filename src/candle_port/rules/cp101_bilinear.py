@@ -16,8 +16,7 @@ class BilinearUpsampling(Rule):
         "as soon as a loss depends on it"
     )
     source = (
-        "candle-core/src/backprop.rs:411-413 (../shared/candle-ops.md, section 2.1 and 4.1; "
-        "measured in candle 0.11.0: docs/candle-measured.md)"
+        "candle-core/src/backprop.rs:411-413 (measured in candle 0.11.0: docs/candle-measured.md)"
     )
     fix_hint = (
         "port-fix --strategy runtime swaps in candle_port.runtime, equal in forward and backward and "

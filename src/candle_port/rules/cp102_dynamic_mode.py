@@ -16,7 +16,7 @@ class DynamicMode(Rule):
         "the mode comes from a variable, attribute, parameter or config; when it is 'bilinear' "
         "candle's backward bails, and only some other modes have a candle op"
     )
-    source = "candle-core/src/backprop.rs:411-413 (../shared/candle-ops.md, section 3.1)"
+    source = "candle-core/src/backprop.rs:411-413 (docs/rules/CP102.md)"
     default_severity = Severity.WARNING
     fix_hint = "port-fix --strategy runtime handles every mode: bilinear goes through the runtime op, others to torch"
     VALID = (

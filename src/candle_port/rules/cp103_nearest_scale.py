@@ -34,8 +34,7 @@ class NearestScale(Rule):
         "upscaling factors' or '... non uniform upscaling factors'"
     )
     source = (
-        "candle-core/src/backprop.rs:390-410 (../shared/candle-ops.md, section 2.1; "
-        "measured in candle 0.11.0: docs/candle-measured.md)"
+        "candle-core/src/backprop.rs:390-410 (measured in candle 0.11.0: docs/candle-measured.md)"
     )
     severity_note = (
         "a warning when the size is computed at run time (`size=skip.shape[2:]`, FPN and U-Net decoders): "

@@ -13,7 +13,7 @@ class ModeWithoutCandleOp(Rule):
     name = "mode-without-candle-op"
     summary = "bicubic, trilinear, linear, area, nearest-exact or antialias: no candle op or no backward"
     why = "candle implements only nearest and bilinear (without antialias) upsampling"
-    source = "../shared/candle-ops.md, section 3.1 (candle-core/src/tensor.rs:1186-1334)"
+    source = "candle-core/src/tensor.rs:1186-1334: no such op (docs/rules/CP104.md)"
     fix_hint = (
         "port-fix swaps in candle_port.runtime.interpolate, which builds the same mode from matmul with "
         "fixed weights and index_select (exact)"

@@ -12,7 +12,7 @@ class GridSample(Rule):
     name = "grid-sample"
     summary = "grid_sample / affine_grid: candle has no op (grid_sampler_2d, affine_grid_generator)"
     why = "there is no grid_sample or affine_grid anywhere in the candle workspace, in any mode"
-    source = "../shared/candle-ops.md, section 3.5"
+    source = "candle-core 0.11.0: no grid sampler (verify's op table; docs/rules/CP105.md)"
     fix_hint = (
         "compose it from ops candle can differentiate: build the sample indices and weights, then "
         "gather and weighted sums (affine_grid is a matmul with a base grid)"

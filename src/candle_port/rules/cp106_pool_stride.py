@@ -107,8 +107,7 @@ class PoolStride(Rule):
         "ksize != stride', and candle's max_pool2d/avg_pool2d have no padding, dilation or ceil_mode"
     )
     source = (
-        "candle-core/src/backprop.rs:343-377 (../shared/candle-ops.md, sections 2.1 and 3.2; "
-        "measured in candle 0.11.0: docs/candle-measured.md)"
+        "candle-core/src/backprop.rs:343-377 (measured in candle 0.11.0: docs/candle-measured.md)"
     )
     severity_note = (
         "a warning when kernel != stride rests on a parameter's default kernel size; a literal stride of 1 "

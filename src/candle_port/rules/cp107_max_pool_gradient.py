@@ -30,8 +30,7 @@ class MaxPoolGradient(Rule):
         "not divide, most maxima get no gradient at all (measured)"
     )
     source = (
-        "candle-core/src/backprop.rs:358-377 (../shared/candle-ops.md, sections 2.3 and 3.2; "
-        "measured in candle 0.11.0: docs/candle-measured.md)"
+        "candle-core/src/backprop.rs:358-377 (measured in candle 0.11.0: docs/candle-measured.md)"
     )
     default_severity = Severity.WARNING
     fix_hint = (

@@ -41,8 +41,7 @@ class ConvTranspose(Rule):
         "unless output_padding < stride)"
     )
     source = (
-        "candle-core/src/backprop.rs:314-342 (../shared/candle-ops.md, sections 2.1 and 3.3; "
-        "measured in candle 0.11.0: docs/candle-measured.md)"
+        "candle-core/src/backprop.rs:314-342 (measured in candle 0.11.0: docs/candle-measured.md)"
     )
     severity_note = "a warning when groups is not known statically (a variable, `math.gcd(c1, c2)`)"
     fix_hint = f"1-D: {HINT_1D}; groups: {HINT_GROUPS}; {HINT_OUTPUT_PADDING}"
@@ -54,6 +53,9 @@ class ConvTranspose(Rule):
         "from torch import nn\nm = nn.Conv1d(8, 8, 3)\n",
         # a 2-D class handed on: groups and output_padding, given where it is built, decide
         "from torch import nn\ndef up_for(dim):\n    return nn.ConvTranspose2d\n",
+        # a subclass is its base built with what it passes to super().__init__
+        "from torch import nn\nclass Up(nn.ConvTranspose2d):\n    def __init__(self, c, g=1):\n"
+        "        super().__init__(c, c, 2, 2, groups=g)\nm = Up(8)\n",
     )
     INVALID = (
         "from torch import nn\nm = nn.ConvTranspose1d(8, 8, 4, stride=2)\n",
@@ -66,6 +68,10 @@ class ConvTranspose(Rule):
         "import math\nfrom torch import nn\nm = nn.ConvTranspose2d(c1, c2, 4, 2, 1, groups=math.gcd(c1, c2))\n",
         # 1-D whatever its arguments: the class handed on from a layer factory is the site
         "from torch import nn\ndef up_for(dim):\n    return nn.ConvTranspose1d if dim == 1 else nn.ConvTranspose2d\n",
+        # ultralytics' DWConvTranspose2d: groups computed where it calls super().__init__
+        "import math\nfrom torch import nn\nclass DWConvTranspose2d(nn.ConvTranspose2d):\n"
+        "    def __init__(self, c1, c2, k=1, s=1):\n        super().__init__(c1, c2, k, s, groups=math.gcd(c1, c2))\n"
+        "m = DWConvTranspose2d(16, 16, 2, 2)\n",
     )
 
     def check(self, site: Site):

@@ -27,7 +27,7 @@ class AdaptivePool(Rule):
     name = "adaptive-pool"
     summary = "adaptive avg/max pooling to an output size other than 1: candle has no op"
     why = "candle has no adaptive_avg_pool or adaptive_max_pool op; only output size 1 maps to mean/max"
-    source = "../shared/candle-ops.md, sections 3.2 and 7"
+    source = "candle-core 0.11.0: no adaptive pooling (verify's op table; docs/rules/CP109.md)"
     severity_note = "a warning when the output size is not known statically"
     fix_hint = (
         "port-fix swaps in candle_port.runtime's adaptive pooling (matmul / gather, exact); output size "

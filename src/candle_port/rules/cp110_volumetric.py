@@ -19,7 +19,7 @@ class Volumetric(Rule):
     name = "volumetric-op"
     summary = "3-D convolution, transposed convolution or pooling: candle has no op"
     why = "candle has no conv3d, conv_transpose3d or 3-D pooling (conv3d is only in open PRs #3537/#3806)"
-    source = "../shared/candle-ops.md, sections 3.2, 3.3 and 7.2"
+    source = "candle-core 0.11.0: no 3-D convolution or pooling (verify's op table; docs/rules/CP110.md)"
     fix_hint = (
         "fold the depth axis into the batch and use 2-D ops where the kernel's depth is 1; otherwise "
         "sum depth-shifted 2-D convolutions (narrow along depth, conv2d per kernel slice, add)"

@@ -22,7 +22,7 @@ class TorchvisionOps(Rule):
     name = "torchvision-op"
     summary = "RoI pooling or deformable convolution from torchvision.ops: candle has no op"
     why = "candle has no RoIAlign, RoIPool, position-sensitive RoI pooling or deformable convolution op"
-    source = "../shared/candle-ops.md, section 5 (torchvision custom ops with no candle equivalent)"
+    source = "torchvision custom ops with no candle equivalent (verify's op table; docs/rules/CP112.md)"
     fix_hint = (
         "no drop-in yet: compose RoI pooling from bilinear sampling at box-relative points (index_select "
         "of the four neighbours, weighted, as candle_port.runtime.grid_sample does) and deformable "

@@ -21,7 +21,7 @@ class Spectral(Rule):
     name = "fft"
     summary = "torch.fft transform or stft/istft: candle has no FFT"
     why = "candle 0.11.0 has no FFT and no complex dtype (no fft function in candle-core or candle-nn)"
-    source = "candle-core 0.11.0 and candle-nn 0.11.0 sources: no fft; verify's op table lists the ATen FFT ops as absent"
+    source = "candle-core 0.11.0 and candle-nn 0.11.0 sources: no fft; verify's op table lists the ATen FFT ops as absent (docs/rules/CP113.md)"
     fix_hint = (
         "no drop-in: a DFT of fixed length is two matmuls with cos and sin matrices (real and imaginary "
         "parts as separate real tensors), which candle differentiates; or keep this stage out of the candle port"

@@ -19,7 +19,7 @@ class Im2col(Rule):
     name = "im2col"
     summary = "F.unfold / F.fold or nn.Unfold / nn.Fold: candle has no im2col or col2im op"
     why = "candle has no im2col / col2im op (aten.im2col, aten.col2im)"
-    source = "../shared/candle-ops.md (F.unfold -> aten.im2col, F.fold -> aten.col2im: no candle op)"
+    source = "F.unfold -> aten.im2col, F.fold -> aten.col2im: no candle op (verify's op table; docs/rules/CP114.md)"
     fix_hint = (
         "no drop-in: build the patches with narrow (or index_select) per kernel offset and stack them, "
         "or use a conv2d whose kernel is the identity per patch position; fold is the transposed sum"

@@ -28,7 +28,7 @@ class TensorUnfold(Rule):
         "candle records Tensor::unfold as a reshape: overlapping windows fail its backward with a shape "
         "mismatch, and windows along a dimension other than the last get a permuted gradient (silently)"
     )
-    source = "../shared/candle-ops.md, section 2.3 (candle-core tensor.rs:2990, the Reshape arm of backprop.rs)"
+    source = "candle-core tensor.rs:2990, the Reshape arm of backprop.rs (docs/rules/CP115.md)"
     severity_note = "a warning when the size, step or dimension is not a literal"
     fix_hint = (
         "no drop-in: stack the windows with narrow (x.narrow(dim, i * step, size) for each i) along a new "

@@ -1,5 +1,5 @@
-"""port-fix's strategies, one object per file (like the rules): runtime, nearest, convtranspose
-and convert. Each holds its fixed codes, its refusals, its import target, its rewrite of one call
+"""port-fix's strategies, one object per file (like the rules): runtime, nearest, convtranspose,
+detach and convert. Each holds its fixed codes, its refusals, its import target, its rewrite of one call
 and its note (base.Strategy); this package is the registry.
 
 The module-level names below (FIXED_CODES, target_for, replacement_name, note_for, ...) are the
@@ -24,6 +24,7 @@ from candle_port.rewriters.strategies.base import (
 from candle_port.rewriters.strategies.convert import CONVERT
 from candle_port.rewriters.strategies.convtranspose import CONVTRANSPOSE as _CONVTRANSPOSE
 from candle_port.rewriters.strategies.convtranspose import MODULE as CONVTRANSPOSE_MODULE
+from candle_port.rewriters.strategies.detach import DETACH as _DETACH
 from candle_port.rewriters.strategies.nearest import NEAREST as _NEAREST
 from candle_port.rewriters.strategies.nearest import WARNING as NEAREST_WARNING
 from candle_port.rewriters.strategies.nearest import nearest_call
@@ -34,11 +35,13 @@ TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (2 ms of 
 if TYPE_CHECKING:  # libcst only where a file is rewritten: port-check imports these refusals
     import libcst as cst
 
-RUNTIME, NEAREST, CONVTRANSPOSE = _RUNTIME.name, _NEAREST.name, _CONVTRANSPOSE.name
+RUNTIME, NEAREST, CONVTRANSPOSE, DETACH = _RUNTIME.name, _NEAREST.name, _CONVTRANSPOSE.name, _DETACH.name
 # Every strategy, by name; port-fix rewrites source with those in STRATEGIES (convert works on the built model).
-REGISTRY: dict[str, Strategy] = {s.name: s for s in (_RUNTIME, _NEAREST, _CONVTRANSPOSE, CONVERT)}
+REGISTRY: dict[str, Strategy] = {s.name: s for s in (_RUNTIME, _NEAREST, _CONVTRANSPOSE, _DETACH, CONVERT)}
 STRATEGIES = tuple(name for name, s in REGISTRY.items() if s.rewrites_source)
 FIXED_CODES = {name: REGISTRY[name].fixed_codes for name in STRATEGIES}
+# The strategies a finding's `[fix: ...]` and the rule catalog name (detach changes what trains: opt-in).
+LISTED_STRATEGIES = tuple(name for name in STRATEGIES if REGISTRY[name].listed)
 CONSIDERED_CODES = RUNTIME_CODES
 EXACT_STRATEGIES = tuple(name for name, s in REGISTRY.items() if s.exact)
 
@@ -72,8 +75,10 @@ __all__ = [
     "CONVERT_HINT",
     "CONVTRANSPOSE",
     "CONVTRANSPOSE_MODULE",
+    "DETACH",
     "EXACT_STRATEGIES",
     "FIXED_CODES",
+    "LISTED_STRATEGIES",
     "NEAREST",
     "NEAREST_WARNING",
     "REGISTRY",

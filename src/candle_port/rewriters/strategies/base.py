@@ -49,6 +49,7 @@ class Strategy:
     # The class that replaces a layer class subclasses it, so isinstance checks still hold
     # (exact_type.py refuses where `type(m) == nn.X` would change either way).
     replacement_subclasses_api: bool = True
+    listed: bool = True  # named in a finding's `[fix: ...]` and the rule catalog (detach is opt-in)
 
     def considers(self, site: Site) -> bool:
         """Whether the site is this strategy's to fix or refuse; others stay `unfixable` (with the rule's hint)."""

@@ -6,6 +6,7 @@ nearest backward needs it); the callee stays torch's, so nothing is imported.
 
 from __future__ import annotations
 
+from candle_port.analysis.consumers import second_consumer
 from candle_port.analysis.sites import Site
 from candle_port.rewriters.strategies.base import Strategy
 from candle_port.rewriters.strategies.bilinear_only import bilinear_refusal
@@ -29,7 +30,15 @@ class Nearest(Strategy):
     splices = False
 
     def site_refusal(self, site: Site) -> str | None:
-        return bilinear_refusal(self.name, site)
+        refused = bilinear_refusal(self.name, site)
+        if refused is None:
+            found = second_consumer(site)
+            if found is not None and found.other_read:
+                return (
+                    f"its input `{found.input}` is also read at line {found.other_read}: candle's nearest backward "
+                    "would overwrite that gradient (CP116); use --strategy runtime"
+                )
+        return refused
 
     def note(self, site: Site) -> str:
         return WARNING

@@ -20,7 +20,7 @@ from pathlib import Path
 from candle_port.analysis.sites import Site
 from candle_port.rewriters.strategies.base import RUNTIME_FAMILIES, RUNTIME_MODULE, Strategy, Target
 
-CODES = ("CP101", "CP102", "CP103", "CP104", "CP105", "CP106", "CP107", "CP108", "CP109", "CP110", "CP111")
+CODES = ("CP101", "CP102", "CP103", "CP104", "CP105", "CP106", "CP107", "CP108", "CP109", "CP110", "CP111", "CP116")
 # Families rewritten only where the runtime exports the API's own name (runtime_exports()).
 EXPORTED_FAMILIES = ("grid_sample", "conv_transpose", "volumetric", "conv1d")
 # torch.* aliases whose result differs from the F.* function of the same name: torch.adaptive_max_pool1d
