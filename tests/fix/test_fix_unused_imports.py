@@ -36,7 +36,13 @@ def never_read_imports(text: str) -> set[str]:
         for alias in statement.names
     }
     imported = {s.get_name() for s in top.get_symbols() if s.is_imported()} & top_level
-    return imported - read - {"candle_runtime", "candle_convtranspose"}
+    # A name written as a word in a string (`__all__`, a string annotation) counts as read, as
+    # port-fix counts it (unused_imports.py keeps such an import: lookalikes_unchanged's string).
+    import re
+
+    in_strings = {word for node in ast.walk(ast.parse(text)) if isinstance(node, ast.Constant) and isinstance(node.value, str)
+                  for word in re.findall(r"\w+", node.value)}
+    return imported - read - in_strings - {"candle_runtime", "candle_convtranspose"}
 
 
 @pytest.mark.parametrize("case", CASES, ids=lambda p: f"{p.parent.name}/{p.name[: -len('.in.py')]}")
