@@ -29,12 +29,12 @@ def test_package_and_crates_share_one_version():
     assert candle_port.__version__ == version
     workspace = tomllib.loads((ROOT / "Cargo.toml").read_text(encoding="utf-8"))
     assert workspace["workspace"]["package"]["version"] == version
-    for manifest in [*(ROOT / "crates").glob("*/Cargo.toml"), ROOT / "examples" / "unet-candle" / "Cargo.toml"]:
+    for manifest in [*(ROOT / "crates").glob("*/Cargo.toml"), *(ROOT / "examples").glob("*/Cargo.toml")]:
         package = tomllib.loads(manifest.read_text(encoding="utf-8"))["package"]
         assert package["version"] == {"workspace": True}, manifest
     lock = tomllib.loads((ROOT / "Cargo.lock").read_text(encoding="utf-8"))
     ours = {p["name"]: p["version"] for p in lock["package"] if "source" not in p}
-    assert ours == {"candle-port-ops": version, "candle-port-run": version, "unet-candle": version}
+    assert ours == {name: version for name in ("candle-port-ops", "candle-port-parity", "candle-port-run", "parity-ports", "unet-candle")}
 
 
 def test_changelog_has_this_version_and_the_snippets_install_from_main():
