@@ -1130,3 +1130,21 @@ fn clamp_gradient_at_a_bound_is_half() {
         }
     }
 }
+
+/// Claim (none was made; found by `candle-port compare` on candle-transformers' MobileNetV4):
+/// ReLU's derivative at exactly 0 is torch's, 0. Measured: **corrected**: candle's backward
+/// passes the gradient where the input is exactly 0 (`x >= 0`), torch's does not (`x > 0`). A
+/// ReLU after BatchNorm over an all-zero window (a depthwise conv on ReLU'd input, BatchNorm's
+/// bias 0 at init) sends the BatchNorm bias a gradient torch's does not have.
+#[test]
+fn relu_passes_the_gradient_at_exactly_zero() -> Result<()> {
+    let x = Var::from_tensor(&Tensor::new(&[-1.0f64, 0.0, 2.0], &Device::Cpu)?)?;
+    let ones = Tensor::ones(3, DType::F64, &Device::Cpu)?;
+    let g = grad_of(&x, &x.as_tensor().relu()?, &ones)?.expect("relu has a backward");
+    assert_eq!(
+        g.to_vec1::<f64>()?,
+        [0.0, 1.0, 1.0],
+        "torch gives [0, 0, 1]"
+    );
+    Ok(())
+}
