@@ -3,9 +3,9 @@ rules (candle_port.rules): by walking this package, never by a hand-kept list.""
 
 from __future__ import annotations
 
-import importlib
-import os
 from functools import lru_cache
+
+from candle_port.rules import codes_of, instantiate_rules, rule_module_names
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -14,12 +14,12 @@ if TYPE_CHECKING:
 
 @lru_cache(maxsize=1)
 def _rule_modules() -> tuple[str, ...]:
-    return tuple(sorted(name[:-3] for name in os.listdir(__path__[0]) if name.startswith("cp") and name.endswith(".py")))
+    return rule_module_names(__path__[0])
 
 
 def rust_rule_codes() -> tuple[str, ...]:
     """Every Rust rule's code, from the module names alone (no rule imported)."""
-    return tuple(name.split("_", 1)[0].upper() for name in _rule_modules())
+    return codes_of(_rule_modules())
 
 
 @lru_cache(maxsize=1)
@@ -27,12 +27,4 @@ def all_rust_rules() -> tuple[RustRule, ...]:
     """Every Rust rule, sorted by code."""
     from candle_port.rust_rules.base import RustRule
 
-    found: dict[str, RustRule] = {}
-    for name in _rule_modules():
-        module = importlib.import_module(f"{__name__}.{name}")
-        for value in vars(module).values():
-            if isinstance(value, type) and issubclass(value, RustRule) and value is not RustRule and value.__module__ == module.__name__:
-                if value.code in found:
-                    raise RuntimeError(f"rule code {value.code} is defined twice")
-                found[value.code] = value()
-    return tuple(found[code] for code in sorted(found))
+    return instantiate_rules(__name__, _rule_modules(), RustRule)
