@@ -23,6 +23,7 @@ pub mod conv1d;
 mod convolution;
 pub mod grid;
 pub mod interpolate;
+pub mod kernels;
 pub mod nn;
 pub mod norm;
 pub mod pooling;

@@ -1,8 +1,10 @@
 //! The shortcut compositions (nearest by integer factors as a broadcast, average pools over
 //! disjoint tiles as a reshape and a sum) against values worked out by hand, where the shared
-//! vectors have no case (divisor_override on tiles, factor 3, 5-D, a dropped remainder).
+//! vectors have no case (divisor_override on tiles, factor 3, 5-D, a dropped remainder), through
+//! the CPU kernels and through the compositions.
 
 use candle_core::{DType, Device, Result, Tensor, Var};
+use candle_port_ops::kernels::composition_only;
 use candle_port_ops::{avg_pool2d, avg_pool3d, interpolate, Interpolate, Mode, Pool};
 
 fn ramp(dims: &[usize]) -> Result<Var> {
@@ -16,6 +18,11 @@ fn values(t: &Tensor) -> Result<Vec<f64>> {
 
 #[test]
 fn nearest_integer_upscale_repeats_each_input_and_sums_its_gradient() -> Result<()> {
+    nearest_integer_upscale()?;
+    composition_only(nearest_integer_upscale)
+}
+
+fn nearest_integer_upscale() -> Result<()> {
     let x = ramp(&[1, 1, 2, 3])?;
     let y = interpolate(
         x.as_tensor(),
@@ -71,6 +78,11 @@ fn average_pool_over_tiles_uses_torchs_divisor_and_drops_the_remainder() -> Resu
 
 #[test]
 fn the_shortcuts_equal_candles_native_forward_on_a_large_input() -> Result<()> {
+    shortcuts_equal_native()?;
+    composition_only(shortcuts_equal_native)
+}
+
+fn shortcuts_equal_native() -> Result<()> {
     // Large enough for candle's multi-threaded and strided binary kernels (0.5M elements).
     let x = Tensor::rand(-1f32, 1f32, (4, 32, 64, 64), &Device::Cpu)?;
     let pairs = [

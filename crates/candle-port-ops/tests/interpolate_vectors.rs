@@ -6,6 +6,7 @@ mod common;
 use std::collections::BTreeMap;
 
 use candle_core::{DType, Device, Tensor};
+use candle_port_ops::kernels::composition_only;
 use candle_port_ops::{interpolate, Interpolate, Mode, Target};
 use common::{assert_close, assert_input_gradient, floats, ints, load_cases, Case};
 use serde_json::Value;
@@ -58,8 +59,8 @@ fn options(case: &Case, spatial: usize) -> Interpolate {
     }
 }
 
-#[test]
-fn every_interpolate_case_matches_torch_forward_and_backward() {
+/// Every case through whichever path `interpolate` takes here (`path` names it in the log).
+fn check_every_interpolate_case(path: &str) {
     let cases = load_cases("interpolate");
     assert!(cases.len() >= 100, "only {} cases", cases.len());
     // (mode, dtype) -> (worst forward, worst backward, cases)
@@ -81,7 +82,7 @@ fn every_interpolate_case_matches_torch_forward_and_backward() {
         entry.2 += 1;
     }
     for ((mode, dtype), (fwd, bwd, n)) in &worst {
-        eprintln!("{mode:>16} {dtype}: {n:>2} cases, worst relative error forward {fwd:.2e}, backward {bwd:.2e}");
+        eprintln!("{path}: {mode:>16} {dtype}: {n:>2} cases, worst relative error forward {fwd:.2e}, backward {bwd:.2e}");
     }
 }
 
@@ -241,4 +242,14 @@ fn a_non_contiguous_input_gives_the_contiguous_result() {
             .expect("diff");
         assert_eq!(diff, 0.0, "{opts:?}");
     }
+}
+
+#[test]
+fn every_interpolate_case_matches_torch_forward_and_backward() {
+    check_every_interpolate_case("cpu kernels");
+}
+
+#[test]
+fn every_interpolate_case_matches_torch_through_the_composition() {
+    composition_only(|| check_every_interpolate_case("composition"));
 }

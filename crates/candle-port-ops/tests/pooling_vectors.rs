@@ -6,6 +6,7 @@ mod common;
 use std::collections::BTreeMap;
 
 use candle_core::{DType, Result, Tensor};
+use candle_port_ops::kernels::composition_only;
 use candle_port_ops::*;
 use common::{assert_close, assert_input_gradient, ints, load_cases, Case};
 use serde_json::Value;
@@ -135,8 +136,8 @@ fn run(case: &Case, x: &Tensor) -> Result<Pooled> {
     })
 }
 
-#[test]
-fn pooling_matches_torch_forward_indices_and_backward() -> Result<()> {
+/// Every case through whichever path the pools take here (`path` names it in the log).
+fn check_every_pooling_case(path: &str) -> Result<()> {
     let cases = load_cases("pooling");
     assert!(!cases.is_empty(), "no pooling vectors");
     // (op, dtype) -> (worst forward, worst backward, cases)
@@ -170,9 +171,19 @@ fn pooling_matches_torch_forward_indices_and_backward() -> Result<()> {
         cases.len(),
         "every case of pooling.json is checked"
     );
-    eprintln!("pooling vs torch: worst relative error per op and dtype ({handled} cases)");
+    eprintln!("{path}: pooling vs torch: worst relative error per op and dtype ({handled} cases)");
     for ((op, dtype), (fwd, bwd, n)) in &worst {
         eprintln!("  {op:34} {dtype}  forward {fwd:9.2e}  backward {bwd:9.2e}  ({n} cases)");
     }
     Ok(())
+}
+
+#[test]
+fn pooling_matches_torch_forward_indices_and_backward() -> Result<()> {
+    check_every_pooling_case("cpu kernels")
+}
+
+#[test]
+fn pooling_matches_torch_through_the_composition() -> Result<()> {
+    composition_only(|| check_every_pooling_case("composition"))
 }

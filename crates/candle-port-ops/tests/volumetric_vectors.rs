@@ -7,6 +7,7 @@ mod common;
 use std::collections::BTreeMap;
 
 use candle_core::{DType, Result, Tensor, Var};
+use candle_port_ops::kernels::composition_only;
 use candle_port_ops::*;
 use common::{assert_close, assert_gradients, conv_of, ints, load_cases, operand_names, Case};
 use serde_json::Value;
@@ -81,8 +82,8 @@ fn pool(case: &Case, x: &Tensor) -> Result<(Tensor, Option<Tensor>)> {
     })
 }
 
-#[test]
-fn volumetric_matches_torch_forward_indices_and_backward() -> Result<()> {
+/// Every case through whichever path the ops take here (`path` names it in the log).
+fn check_every_volumetric_case(path: &str) -> Result<()> {
     let cases = load_cases("volumetric");
     assert!(!cases.is_empty(), "no volumetric vectors");
     let mut worst: BTreeMap<(String, &str), (f64, f64, usize)> = BTreeMap::new();
@@ -131,9 +132,21 @@ fn volumetric_matches_torch_forward_indices_and_backward() -> Result<()> {
     }
     let handled: usize = worst.values().map(|w| w.2).sum();
     assert_eq!(handled, cases.len());
-    eprintln!("volumetric vs torch: worst relative error per op and dtype ({handled} cases)");
+    eprintln!(
+        "{path}: volumetric vs torch: worst relative error per op and dtype ({handled} cases)"
+    );
     for ((op, dtype), (fwd, bwd, n)) in &worst {
         eprintln!("  {op:20} {dtype}  forward {fwd:9.2e}  backward {bwd:9.2e}  ({n} cases)");
     }
     Ok(())
+}
+
+#[test]
+fn volumetric_matches_torch_forward_indices_and_backward() -> Result<()> {
+    check_every_volumetric_case("cpu kernels")
+}
+
+#[test]
+fn volumetric_matches_torch_through_the_composition() -> Result<()> {
+    composition_only(|| check_every_volumetric_case("composition"))
 }

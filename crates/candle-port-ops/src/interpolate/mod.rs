@@ -16,7 +16,8 @@ pub use options::{Interpolate, Mode, Target};
 
 use candle_core::{bail, DType, Result, Tensor};
 
-use crate::taps::all_finite;
+use crate::kernels;
+use crate::taps::{all_finite, Taps};
 use coords::Precision;
 use nearest::{nearest_index, NearestRule};
 
@@ -38,8 +39,10 @@ use nearest::{nearest_index, NearestRule};
 /// area           y[j] = mean(x[floor(j * in / out) .. ceil((j + 1) * in / out)])
 /// ```
 ///
-/// rounded as ATen rounds them, so indices match torch exactly. The backward is candle's
-/// (`index_add` of the gradient, or the transposed matmul), equal to torch's.
+/// rounded as ATen rounds them, so indices match torch exactly. On the CPU (f32, f64) each axis
+/// is one kernel pass over torch's taps, whose backward is the adjoint pass; elsewhere a
+/// composition whose backward is candle's (`index_add` of the gradient, or the transposed
+/// matmul). Both equal torch's ([`crate::kernels`]).
 ///
 /// Errors, like torch: `align_corners` with nearest / nearest-exact / area, a rank the mode
 /// does not take, `antialias` other than for 4-D bilinear / bicubic, `recompute_scale_factor`
@@ -76,11 +79,20 @@ pub fn interpolate(x: &Tensor, opts: &Interpolate) -> Result<Tensor> {
     if matches!(opts.mode, Mode::Nearest | Mode::NearestExact) {
         return nearest_resize(x, &plan, opts.mode == Mode::NearestExact, rule, p);
     }
-    let finite = all_finite(x)?;
-    // Shrinking axes first: every later axis then works on a smaller tensor. Non-finite input:
-    // the last axis first, as ATen's separable kernels (the order decides where +inf meets -inf).
+    let kernel = kernels::apply_to(x);
+    // The kernels read torch's taps in torch's order; they need finiteness only to know whether
+    // an unchanged axis may be copied (an inf on it gives NaN in torch, `0 * inf`).
+    let unchanged = plan.inputs.iter().zip(&plan.outputs).any(|(i, o)| i == o);
+    let finite = if kernel && !unchanged {
+        true
+    } else {
+        all_finite(x)?
+    };
+    // Shrinking axes first: every later axis then works on a smaller tensor. Non-finite input,
+    // and the kernels: the last axis first, as ATen's separable kernels (the order decides where
+    // +inf meets -inf, and the rounding).
     let mut order: Vec<usize> = (0..spatial).collect();
-    if finite {
+    if finite && !kernel {
         order.sort_by(|&a, &b| {
             let ra = plan.outputs[a] as f64 / plan.inputs[a] as f64;
             let rb = plan.outputs[b] as f64 / plan.inputs[b] as f64;
@@ -115,6 +127,7 @@ pub fn interpolate(x: &Tensor, opts: &Interpolate) -> Result<Tensor> {
                     _ => Some(weights::linear(input, output, plan.align_corners, scale, p)),
                 };
                 match taps {
+                    Some(taps) if kernel => Some(kernels::resample_axis(&y, dim, &taps)?),
                     Some(taps) => Some(apply::resample(&y, dim, &taps, finite)?),
                     None => None,
                 }
@@ -156,6 +169,20 @@ fn nearest_resize(
         .collect();
     if axes.iter().all(Option::is_none) {
         return x.copy();
+    }
+    if kernels::apply_to(x) {
+        // One tap of weight 1 per changed axis: a copy forward, a sum of the copies backward.
+        let mut y = x.clone();
+        for (k, axis) in axes.iter().enumerate().rev() {
+            if let Some(index) = axis {
+                let mut taps = Taps::new(plan.inputs[k], plan.outputs[k], 1);
+                for (j, &i) in index.iter().enumerate() {
+                    taps.set(0, j, i64::from(i), 1.0);
+                }
+                y = kernels::resample_axis(&y, k + 2, &taps)?;
+            }
+        }
+        return Ok(y);
     }
     if let Some(factors) = repeat_factors(&axes, &plan.inputs, &plan.outputs) {
         return repeat(x, &factors);

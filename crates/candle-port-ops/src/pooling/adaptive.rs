@@ -1,11 +1,11 @@
 //! Adaptive pooling: ATen's windows `[floor(i*n/out), ceil((i+1)*n/out))` with the max and
 //! average compositions of the fixed-window pools.
 
-use candle_core::{DType, Result, Tensor};
+use candle_core::{Result, Tensor};
 
 use super::avg::mean_by_matrices;
 use super::input::batched;
-use super::max::max_by_table;
+use super::max::{max_by_table, MaxPooled};
 use super::windows::{adaptive_bounds, adaptive_max_rows, WindowTable};
 
 pub(crate) fn adaptive_avg(x: &Tensor, out: &[usize], op: &str) -> Result<Tensor> {
@@ -22,7 +22,7 @@ pub(crate) fn adaptive_avg(x: &Tensor, out: &[usize], op: &str) -> Result<Tensor
     mean_by_matrices(x, &bounds, &counts, None)
 }
 
-pub(crate) fn adaptive_max(x: &Tensor, out: &[usize], op: &str) -> Result<(Tensor, Tensor)> {
+pub(crate) fn adaptive_max(x: &Tensor, out: &[usize], op: &str) -> Result<MaxPooled> {
     let (_, _, sizes) = batched(x, out.len(), op)?;
     let rows: Vec<_> = sizes
         .iter()
@@ -76,7 +76,7 @@ pub fn adaptive_avg_pool2d(x: &Tensor, output_size: (usize, usize)) -> Result<Te
 /// # Ok::<(), candle_core::Error>(())
 /// ```
 pub fn adaptive_max_pool1d(x: &Tensor, output_size: usize) -> Result<Tensor> {
-    Ok(adaptive_max(x, &[output_size], "adaptive_max_pool1d")?.0)
+    Ok(adaptive_max(x, &[output_size], "adaptive_max_pool1d")?.values)
 }
 
 /// `F.adaptive_max_pool2d`: the max over ATen's adaptive rows and columns; ties, NaN and gradient
@@ -91,7 +91,7 @@ pub fn adaptive_max_pool1d(x: &Tensor, output_size: usize) -> Result<Tensor> {
 /// # Ok::<(), candle_core::Error>(())
 /// ```
 pub fn adaptive_max_pool2d(x: &Tensor, output_size: (usize, usize)) -> Result<Tensor> {
-    Ok(adaptive_max(x, &[output_size.0, output_size.1], "adaptive_max_pool2d")?.0)
+    Ok(adaptive_max(x, &[output_size.0, output_size.1], "adaptive_max_pool2d")?.values)
 }
 
 /// [`adaptive_max_pool1d`] with torch's indices (position in L, `i64`).
@@ -108,8 +108,7 @@ pub fn adaptive_max_pool1d_with_indices(
     x: &Tensor,
     output_size: usize,
 ) -> Result<(Tensor, Tensor)> {
-    let (values, index) = adaptive_max(x, &[output_size], "adaptive_max_pool1d_with_indices")?;
-    Ok((values, index.to_dtype(DType::I64)?))
+    adaptive_max(x, &[output_size], "adaptive_max_pool1d_with_indices")?.with_indices()
 }
 
 /// [`adaptive_max_pool2d`] with torch's indices (`h * W + w` in the plane, `i64`).
@@ -126,10 +125,10 @@ pub fn adaptive_max_pool2d_with_indices(
     x: &Tensor,
     output_size: (usize, usize),
 ) -> Result<(Tensor, Tensor)> {
-    let (values, index) = adaptive_max(
+    adaptive_max(
         x,
         &[output_size.0, output_size.1],
         "adaptive_max_pool2d_with_indices",
-    )?;
-    Ok((values, index.to_dtype(DType::I64)?))
+    )?
+    .with_indices()
 }

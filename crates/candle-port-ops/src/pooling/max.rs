@@ -5,20 +5,18 @@ use candle_core::{bail, DType, Result, Tensor};
 use super::input::{batched, shape};
 use super::options::{Kind, Pool};
 use super::windows::{max_rows, WindowTable};
+use crate::kernels;
 
 /// Max over the windows of `table` on `x` (n, c, *spatial): `(values (n, c, *out), flat
 /// indices u32)`.
 ///
-/// The choice is made without gradient: `pick = argmax over each window` of a detached copy
+/// On the CPU (f32, f64) this is one kernel pass ([`kernels::window_max`]). Elsewhere the choice
+/// is made without gradient: `pick = argmax over each window` of a detached copy
 /// (candle keeps the first maximum, as torch), corrected to the window's last NaN where a
 /// window holds NaN (torch's `val > max || isnan(val)`), then `idx = table[pick + K * p]`.
 /// The output is `x.reshape(n*c, plane).gather(idx, 1)`: gather's backward scatters the output
 /// gradient to the chosen element only, which is torch's max-pool backward.
-pub(crate) fn max_by_table(
-    x: &Tensor,
-    table: &WindowTable,
-    out: &[usize],
-) -> Result<(Tensor, Tensor)> {
+pub(crate) fn max_by_table(x: &Tensor, table: &WindowTable, out: &[usize]) -> Result<MaxPooled> {
     let (n, c) = (x.dim(0)?, x.dim(1)?);
     let nc = n * c;
     let plane: usize = x.dims()[2..].iter().product();
@@ -26,7 +24,21 @@ pub(crate) fn max_by_table(
     let out_shape = shape(n, c, out);
     if nc == 0 || p == 0 {
         let values = Tensor::zeros(out_shape.clone(), x.dtype(), x.device())?;
-        return Ok((values, Tensor::zeros(out_shape, DType::U32, x.device())?));
+        let index = Tensor::zeros(out_shape, DType::U32, x.device())?;
+        return Ok(MaxPooled::chosen(values, index));
+    }
+    if let Some(axes) = table.axes.as_ref().filter(|_| kernels::apply_to(x)) {
+        let xf = x.reshape((nc, plane))?;
+        let values = kernels::window_max(&xf, axes)?;
+        return Ok(MaxPooled {
+            values: values.reshape(out_shape.clone())?,
+            index: Index::Later {
+                x: xf,
+                values,
+                axes: axes.clone(),
+                shape: out_shape,
+            },
+        });
     }
     let nan = has_nan(x)?;
     let xf = x.reshape((nc, plane))?;
@@ -52,10 +64,55 @@ pub(crate) fn max_by_table(
         }
     };
     let values = xf.gather(&index, 1)?;
-    Ok((
+    Ok(MaxPooled::chosen(
         values.reshape(out_shape.clone())?,
         index.reshape(out_shape)?,
     ))
+}
+
+/// A max pool's values, and torch's indices (u32) when asked for: the CPU kernel finds them
+/// only then, the composition has them already.
+pub(crate) struct MaxPooled {
+    pub values: Tensor,
+    index: Index,
+}
+
+enum Index {
+    Chosen(Tensor),
+    Later {
+        x: Tensor,
+        values: Tensor,
+        axes: std::sync::Arc<kernels::AxisWindows>,
+        shape: Vec<usize>,
+    },
+}
+
+impl MaxPooled {
+    fn chosen(values: Tensor, index: Tensor) -> Self {
+        MaxPooled {
+            values,
+            index: Index::Chosen(index),
+        }
+    }
+
+    /// The chosen plane positions, shaped as the values.
+    pub fn index(&self) -> Result<Tensor> {
+        match &self.index {
+            Index::Chosen(index) => Ok(index.clone()),
+            Index::Later {
+                x,
+                values,
+                axes,
+                shape,
+            } => kernels::window_argmax(x, values, axes)?.reshape(shape.as_slice()),
+        }
+    }
+
+    /// `(values, indices as i64)`, as the `*_with_indices` ops return them.
+    pub fn with_indices(self) -> Result<(Tensor, Tensor)> {
+        let index = self.index()?.to_dtype(DType::I64)?;
+        Ok((self.values, index))
+    }
 }
 
 /// The window-local position of each window's maximum along `dim` of `win` (u32, `dim`
@@ -104,7 +161,7 @@ fn has_nan(x: &Tensor) -> Result<bool> {
     Ok(s.is_nan())
 }
 
-pub(crate) fn max_pool(x: &Tensor, p: &Pool, nd: usize, op: &str) -> Result<(Tensor, Tensor)> {
+pub(crate) fn max_pool(x: &Tensor, p: &Pool, nd: usize, op: &str) -> Result<MaxPooled> {
     let (_, _, sizes) = batched(x, nd, op)?;
     let axes = p.axes(op, Kind::Max, &sizes)?;
     let mut rows = Vec::with_capacity(nd);
@@ -140,7 +197,7 @@ pub(crate) fn max_pool(x: &Tensor, p: &Pool, nd: usize, op: &str) -> Result<(Ten
 /// # Ok::<(), candle_core::Error>(())
 /// ```
 pub fn max_pool1d(x: &Tensor, p: &Pool) -> Result<Tensor> {
-    Ok(max_pool(x, p, 1, "max_pool1d")?.0)
+    Ok(max_pool(x, p, 1, "max_pool1d")?.values)
 }
 
 /// `F.max_pool2d`: `out[n, c, i, j] = max_{a, b} x[n, c, i*s_h - p_h + a*d_h, j*s_w - p_w + b*d_w]`
@@ -159,7 +216,7 @@ pub fn max_pool1d(x: &Tensor, p: &Pool) -> Result<Tensor> {
 /// # Ok::<(), candle_core::Error>(())
 /// ```
 pub fn max_pool2d(x: &Tensor, p: &Pool) -> Result<Tensor> {
-    Ok(max_pool(x, p, 2, "max_pool2d")?.0)
+    Ok(max_pool(x, p, 2, "max_pool2d")?.values)
 }
 
 /// [`max_pool1d`] with torch's indices: the position in L of each chosen element, `i64`.
@@ -173,8 +230,7 @@ pub fn max_pool2d(x: &Tensor, p: &Pool) -> Result<Tensor> {
 /// # Ok::<(), candle_core::Error>(())
 /// ```
 pub fn max_pool1d_with_indices(x: &Tensor, p: &Pool) -> Result<(Tensor, Tensor)> {
-    let (values, index) = max_pool(x, p, 1, "max_pool1d_with_indices")?;
-    Ok((values, index.to_dtype(DType::I64)?))
+    max_pool(x, p, 1, "max_pool1d_with_indices")?.with_indices()
 }
 
 /// [`max_pool2d`] with torch's indices: `h * W + w` of each chosen element in its plane, `i64`.
@@ -188,6 +244,5 @@ pub fn max_pool1d_with_indices(x: &Tensor, p: &Pool) -> Result<(Tensor, Tensor)>
 /// # Ok::<(), candle_core::Error>(())
 /// ```
 pub fn max_pool2d_with_indices(x: &Tensor, p: &Pool) -> Result<(Tensor, Tensor)> {
-    let (values, index) = max_pool(x, p, 2, "max_pool2d_with_indices")?;
-    Ok((values, index.to_dtype(DType::I64)?))
+    max_pool(x, p, 2, "max_pool2d_with_indices")?.with_indices()
 }

@@ -48,6 +48,8 @@ pub(crate) fn adaptive_max_rows(n: usize, out: usize) -> Vec<Vec<usize>> {
 /// (kernel == stride, no padding or dilation), so they are a reshape of the input.
 pub(crate) struct WindowTable {
     pub flat: Tensor,
+    /// The windows per axis, for the CPU kernel (`None`: ragged windows).
+    pub axes: Option<std::sync::Arc<crate::kernels::AxisWindows>>,
     pub base: Tensor,
     pub positions: Tensor,
     pub windows: usize,
@@ -105,6 +107,7 @@ impl WindowTable {
         let positions: Vec<u32> = (1..=size).map(|j| j as u32).collect();
         Ok(WindowTable {
             flat: Tensor::from_vec(flat, windows * size, device)?,
+            axes: crate::kernels::AxisWindows::new(rows, sizes).map(std::sync::Arc::new),
             base: Tensor::from_vec(base, windows, device)?,
             positions: Tensor::from_vec(positions, size, device)?,
             windows,

@@ -1,6 +1,6 @@
 //! 3-D pooling: the compositions of the 2-D pools with a third axis.
 
-use candle_core::{DType, Result, Tensor};
+use candle_core::{Result, Tensor};
 
 use crate::pooling::adaptive::{adaptive_avg, adaptive_max};
 use crate::pooling::avg::avg_pool;
@@ -22,7 +22,7 @@ use crate::Pool;
 /// # Ok::<(), candle_core::Error>(())
 /// ```
 pub fn max_pool3d(x: &Tensor, p: &Pool) -> Result<Tensor> {
-    Ok(max_pool(x, p, 3, "max_pool3d")?.0)
+    Ok(max_pool(x, p, 3, "max_pool3d")?.values)
 }
 
 /// [`max_pool3d`] with torch's indices: `(d * H + h) * W + w` of each chosen element in its
@@ -37,8 +37,7 @@ pub fn max_pool3d(x: &Tensor, p: &Pool) -> Result<Tensor> {
 /// # Ok::<(), candle_core::Error>(())
 /// ```
 pub fn max_pool3d_with_indices(x: &Tensor, p: &Pool) -> Result<(Tensor, Tensor)> {
-    let (values, index) = max_pool(x, p, 3, "max_pool3d_with_indices")?;
-    Ok((values, index.to_dtype(DType::I64)?))
+    max_pool(x, p, 3, "max_pool3d_with_indices")?.with_indices()
 }
 
 /// `F.avg_pool3d`: the mean over each window of the zero-padded input, torch's divisor
@@ -87,7 +86,7 @@ pub fn adaptive_avg_pool3d(x: &Tensor, output_size: (usize, usize, usize)) -> Re
 /// ```
 pub fn adaptive_max_pool3d(x: &Tensor, output_size: (usize, usize, usize)) -> Result<Tensor> {
     let (d, h, w) = output_size;
-    Ok(adaptive_max(x, &[d, h, w], "adaptive_max_pool3d")?.0)
+    Ok(adaptive_max(x, &[d, h, w], "adaptive_max_pool3d")?.values)
 }
 
 /// [`adaptive_max_pool3d`] with torch's indices (`(d * H + h) * W + w`, `i64`).
@@ -105,6 +104,5 @@ pub fn adaptive_max_pool3d_with_indices(
     output_size: (usize, usize, usize),
 ) -> Result<(Tensor, Tensor)> {
     let (d, h, w) = output_size;
-    let (values, index) = adaptive_max(x, &[d, h, w], "adaptive_max_pool3d_with_indices")?;
-    Ok((values, index.to_dtype(DType::I64)?))
+    adaptive_max(x, &[d, h, w], "adaptive_max_pool3d_with_indices")?.with_indices()
 }
