@@ -11,6 +11,10 @@
 //! per-run ratios), then a `ROW {json}` line the Python script reads: the row's torch call and
 //! the times. candle's native pools take no padding: where torch pads, native runs the same
 //! kernel and stride unpadded (`native_unpadded`), an indicative floor.
+//!
+//! With `SPEED_BENCH_MEMORY=ours|ours_fb|native` and `SPEED_BENCH_ONLY` naming one row, it
+//! prints instead the peak resident memory one call adds in this fresh process (`MEM {json}`,
+//! Linux's high-water mark reset before the call); `bench/crate_speed.py --memory` runs it.
 
 use std::time::Instant;
 
@@ -176,19 +180,70 @@ fn forward_backward(op: Op, x: &Var) -> Result<()> {
     }
 }
 
+/// A field of /proc/self/status in bytes (Linux; its values are in kB).
+fn status_bytes(field: &str) -> Result<u64> {
+    let status = std::fs::read_to_string("/proc/self/status")?;
+    let line = status
+        .lines()
+        .find(|l| l.starts_with(field))
+        .ok_or_else(|| candle_core::Error::Msg(format!("/proc/self/status has no {field}")))?;
+    let kb: u64 = line[field.len()..]
+        .trim()
+        .trim_end_matches("kB")
+        .trim()
+        .parse()
+        .map_err(|e| candle_core::Error::Msg(format!("{field}: {e}")))?;
+    Ok(kb * 1024)
+}
+
+/// Bytes the process's resident set grew to above its size before `f`, at its peak during `f`:
+/// the kernel's high-water mark is reset first (`echo 5 > /proc/self/clear_refs`).
+fn peak_extra_bytes(f: impl FnOnce() -> Result<()>) -> Result<u64> {
+    std::fs::write("/proc/self/clear_refs", "5")?;
+    let before = status_bytes("VmRSS:")?;
+    f()?;
+    Ok(status_bytes("VmHWM:")?.saturating_sub(before))
+}
+
+/// `SPEED_BENCH_MEMORY=ours|ours_fb|native` with `SPEED_BENCH_ONLY` naming one row exactly: the
+/// peak memory of one call in this fresh process, as a `MEM {json}` line.
+fn memory(case: &Case, which: &str) -> Result<()> {
+    let x = Tensor::rand(-1f32, 1f32, case.shape.as_slice(), &Device::Cpu)?;
+    let var = Var::from_tensor(&x)?;
+    let bytes = match (which, case.native) {
+        ("ours", _) => peak_extra_bytes(|| (case.ours)(&x).map(drop))?,
+        ("ours_fb", _) => peak_extra_bytes(|| forward_backward(case.ours, &var))?,
+        ("native", Some(native)) => peak_extra_bytes(|| native(&x).map(drop))?,
+        ("native", None) => candle_core::bail!("{}: candle has no native op", case.name),
+        (other, _) => candle_core::bail!("SPEED_BENCH_MEMORY={other}: ours, ours_fb or native"),
+    };
+    let row = serde_json::json!({"name": case.name, "which": which, "peak_extra_bytes": bytes});
+    println!("MEM {row}");
+    Ok(())
+}
+
 fn main() -> Result<()> {
+    let only = std::env::var("SPEED_BENCH_ONLY").ok();
+    if let Ok(which) = std::env::var("SPEED_BENCH_MEMORY") {
+        let name = only.unwrap_or_default();
+        return match cases().into_iter().find(|c| c.name == name) {
+            Some(case) => memory(&case, &which),
+            None => candle_core::bail!(
+                "SPEED_BENCH_MEMORY: SPEED_BENCH_ONLY must name one row exactly, got {name:?}"
+            ),
+        };
+    }
     let reps = std::env::var("SPEED_BENCH_REPS")
         .ok()
         .and_then(|v| v.parse().ok())
         .unwrap_or(5);
-    let only = std::env::var("SPEED_BENCH_ONLY").ok();
     println!(
         "candle-port-ops vs candle native forward, float32 CPU, {} threads, median of {reps} (ms)",
         candle_core::utils::get_num_threads()
     );
     println!(
-        "{:30} {:>9} {:>9} {:>7} {:>9}",
-        "case", "ours fwd", "native", "ratio", "ours f+b"
+        "{:30} {:>9} {:>9} {:>7} {:>9} {:>9}",
+        "case", "ours fwd", "native", "ratio", "ours f+b", "floor"
     );
     for case in cases() {
         if only.as_deref().is_some_and(|o| !case.name.contains(o)) {
@@ -205,9 +260,17 @@ fn main() -> Result<()> {
             None => (single(reps, || (case.ours)(&x).map(drop))?, None, None),
         };
         let ours_fb = single(reps, || forward_backward(case.ours, &var))?;
+        // candle's own share of every f+b here, whatever the op: the backward of `sum_all` over
+        // the output (its ones broadcast, a zero accumulator, one add) and the accumulation of
+        // the input's gradient (a zero tensor plus the op's gradient: candle's backprop adds
+        // every gradient into a fresh accumulator, where torch moves the first one in).
+        let out = Var::from_tensor(&(case.ours)(&x)?.detach())?;
+        let sum_backward = single(reps, || out.as_tensor().sum_all()?.backward().map(drop))?;
+        let accumulate = single(reps, || (x.zeros_like()? + &x).map(drop))?;
+        let floor = sum_backward + accumulate;
         let mark = if case.native_unpadded { "*" } else { " " };
         println!(
-            "{:30} {ours_f:9.2} {:>8}{mark} {:>7} {ours_fb:9.2}",
+            "{:30} {ours_f:9.2} {:>8}{mark} {:>7} {ours_fb:9.2} {floor:9.2}",
             case.name,
             native_f.map_or("-".into(), |n| format!("{n:.2}")),
             ratio.map_or("-".into(), |r| format!("{r:.2}")),
@@ -218,6 +281,7 @@ fn main() -> Result<()> {
             "torch": case.torch,
             "ours_fwd_ms": ours_f,
             "ours_fb_ms": ours_fb,
+            "candle_floor_ms": floor,
             "native_fwd_ms": native_f,
             "native_ratio": ratio,
             "native_unpadded": case.native_unpadded,

@@ -88,11 +88,43 @@ pub fn interpolate(x: &Tensor, opts: &Interpolate) -> Result<Tensor> {
     } else {
         all_finite(x)?
     };
-    // Shrinking axes first: every later axis then works on a smaller tensor. Non-finite input,
-    // and the kernels: the last axis first, as ATen's separable kernels (the order decides where
-    // +inf meets -inf, and the rounding).
-    let mut order: Vec<usize> = (0..spatial).collect();
-    if finite && !kernel {
+    let taps: Vec<Option<Taps>> = (0..spatial)
+        .map(|k| {
+            let (input, output, scale) = (plan.inputs[k], plan.outputs[k], plan.scales[k]);
+            let (ac, cubic) = (plan.align_corners, opts.mode == Mode::Bicubic);
+            match opts.mode {
+                Mode::Area => weights::area(input, output),
+                _ if opts.antialias => weights::antialias(input, output, ac, scale, cubic, p),
+                Mode::Bicubic => Some(weights::cubic(input, output, ac, scale, p)),
+                // Finite input: an unchanged axis is copied (ATen's result, exactly).
+                _ if finite && input == output => None,
+                _ => Some(weights::linear(input, output, ac, scale, p)),
+            }
+        })
+        .collect();
+    let resized = if kernel {
+        kernels::resample_axes(x, &taps)?
+    } else {
+        composed_resize(x, &taps, &plan, finite)?
+    };
+    match resized {
+        Some(y) => Ok(y),
+        // Every axis is copied: a new tensor, as torch returns, with an identity backward.
+        None => x.copy(),
+    }
+}
+
+/// The composition: each axis with taps in turn (`None` if there are none). Shrinking axes
+/// first, so every later axis works on a smaller tensor; for non-finite input the last axis
+/// first, as ATen's separable kernels (the order decides where +inf meets -inf).
+fn composed_resize(
+    x: &Tensor,
+    taps: &[Option<Taps>],
+    plan: &options::Plan,
+    finite: bool,
+) -> Result<Option<Tensor>> {
+    let mut order: Vec<usize> = (0..taps.len()).collect();
+    if finite {
         order.sort_by(|&a, &b| {
             let ra = plan.outputs[a] as f64 / plan.inputs[a] as f64;
             let rb = plan.outputs[b] as f64 / plan.inputs[b] as f64;
@@ -101,49 +133,14 @@ pub fn interpolate(x: &Tensor, opts: &Interpolate) -> Result<Tensor> {
     } else {
         order.reverse();
     }
-    let mut y = x.clone();
-    let mut changed = false;
+    let mut y = None;
     for k in order {
-        let (input, output, scale) = (plan.inputs[k], plan.outputs[k], plan.scales[k]);
-        let dim = k + 2;
-        let next = match opts.mode {
-            Mode::Nearest | Mode::NearestExact => None,
-            Mode::Linear | Mode::Bilinear | Mode::Trilinear | Mode::Bicubic | Mode::Area => {
-                let taps = match opts.mode {
-                    Mode::Area => weights::area(input, output),
-                    _ if opts.antialias => weights::antialias(
-                        input,
-                        output,
-                        plan.align_corners,
-                        scale,
-                        opts.mode == Mode::Bicubic,
-                        p,
-                    ),
-                    Mode::Bicubic => {
-                        Some(weights::cubic(input, output, plan.align_corners, scale, p))
-                    }
-                    // Finite input: an unchanged axis is copied (ATen's result, exactly).
-                    _ if finite && input == output => None,
-                    _ => Some(weights::linear(input, output, plan.align_corners, scale, p)),
-                };
-                match taps {
-                    Some(taps) if kernel => Some(kernels::resample_axis(&y, dim, &taps)?),
-                    Some(taps) => Some(apply::resample(&y, dim, &taps, finite)?),
-                    None => None,
-                }
-            }
-        };
-        if let Some(next) = next {
-            y = next;
-            changed = true;
+        if let Some(t) = &taps[k] {
+            let from = y.as_ref().unwrap_or(x);
+            y = Some(apply::resample(from, k + 2, t, finite)?);
         }
     }
-    if changed {
-        Ok(y)
-    } else {
-        // Every axis is copied: a new tensor, as torch returns, with an identity backward.
-        x.copy()
-    }
+    Ok(y)
 }
 
 /// Nearest and nearest-exact: one `index_select` over the flattened spatial dims, with the
@@ -172,17 +169,20 @@ fn nearest_resize(
     }
     if kernels::apply_to(x) {
         // One tap of weight 1 per changed axis: a copy forward, a sum of the copies backward.
-        let mut y = x.clone();
-        for (k, axis) in axes.iter().enumerate().rev() {
-            if let Some(index) = axis {
-                let mut taps = Taps::new(plan.inputs[k], plan.outputs[k], 1);
-                for (j, &i) in index.iter().enumerate() {
-                    taps.set(0, j, i64::from(i), 1.0);
-                }
-                y = kernels::resample_axis(&y, k + 2, &taps)?;
-            }
-        }
-        return Ok(y);
+        let taps: Vec<Option<Taps>> = axes
+            .iter()
+            .enumerate()
+            .map(|(k, axis)| {
+                axis.as_ref().map(|index| {
+                    let mut taps = Taps::new(plan.inputs[k], plan.outputs[k], 1);
+                    for (j, &i) in index.iter().enumerate() {
+                        taps.set(0, j, i64::from(i), 1.0);
+                    }
+                    taps
+                })
+            })
+            .collect();
+        return Ok(kernels::resample_axes(x, &taps)?.unwrap_or(x.clone()));
     }
     if let Some(factors) = repeat_factors(&axes, &plan.inputs, &plan.outputs) {
         return repeat(x, &factors);

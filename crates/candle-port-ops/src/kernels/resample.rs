@@ -13,7 +13,7 @@ use candle_core::backend::BackendStorage;
 use candle_core::{bail, CpuStorage, CustomOp1, Layout, Result, Shape, Tensor, WithDType};
 use rayon::prelude::*;
 
-use super::blocks_per_task;
+use super::{blocks_per_task, zero};
 use crate::taps::Taps;
 
 /// `x` resampled along `dim` by `taps` (contiguous or not; CPU, f32 or f64).
@@ -52,13 +52,7 @@ impl Resample {
     fn run<T: WithDType>(&self, x: &[T], around: &Around) -> Vec<T> {
         let (read, written) = self.counts();
         let (before, after) = (around.before, around.after);
-        let taps: Vec<(&[u32], Vec<T>)> = self
-            .taps
-            .index
-            .iter()
-            .zip(&self.taps.weight)
-            .map(|(i, w)| (i.as_slice(), w.iter().map(|&v| T::from_f64(v)).collect()))
-            .collect();
+        let taps = typed(&self.taps);
         let mut y = vec![T::zero(); before * written * after];
         if y.is_empty() {
             return y;
@@ -69,14 +63,63 @@ impl Resample {
         y.par_chunks_mut(dst_block)
             .zip(x.par_chunks(src_block))
             .with_min_len(per_task)
-            .for_each(|(dst, src)| {
-                if self.adjoint {
-                    scatter(dst, src, &taps, input, after);
-                } else {
-                    gather(dst, src, &taps, input, after);
+            .for_each(|(dst, src)| match (self.adjoint, after) {
+                (true, 1) => {
+                    zero(dst);
+                    scatter_last(dst, src, &taps, input)
                 }
+                (false, 1) => gather_last(dst, src, &taps, input),
+                (true, _) => {
+                    zero(dst);
+                    scatter(dst, src, &taps, input, after)
+                }
+                (false, _) => gather(dst, src, &taps, input, after),
             });
         y
+    }
+}
+
+/// The taps as (indices, weights in `T`) pairs.
+pub(super) fn typed<T: WithDType>(taps: &Taps) -> Vec<(&[u32], Vec<T>)> {
+    taps.index
+        .iter()
+        .zip(&taps.weight)
+        .map(|(i, w)| (i.as_slice(), w.iter().map(|&v| T::from_f64(v)).collect()))
+        .collect()
+}
+
+/// One block of the forward along the last axis (`after == 1`): tap by tap over the whole
+/// output line, so the inner loop is a plain stream (the sum per output in tap order, as
+/// ATen's).
+pub(super) fn gather_last<T: WithDType>(
+    dst: &mut [T],
+    src: &[T],
+    taps: &[(&[u32], Vec<T>)],
+    input: u32,
+) {
+    for (t, (index, weight)) in taps.iter().enumerate() {
+        for ((o, &i), &w) in dst.iter_mut().zip(index.iter()).zip(weight) {
+            if i < input {
+                let v = w * src[i as usize];
+                *o = if t == 0 { v } else { *o + v };
+            }
+        }
+    }
+}
+
+/// One block of the adjoint along the last axis, tap by tap.
+pub(super) fn scatter_last<T: WithDType>(
+    dst: &mut [T],
+    grad: &[T],
+    taps: &[(&[u32], Vec<T>)],
+    input: u32,
+) {
+    for (index, weight) in taps {
+        for ((&g, &i), &w) in grad.iter().zip(index.iter()).zip(weight) {
+            if i < input {
+                dst[i as usize] += w * g;
+            }
+        }
     }
 }
 

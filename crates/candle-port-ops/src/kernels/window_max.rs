@@ -6,18 +6,18 @@
 //! window holds one. The element torch picks (the first maximum; the last NaN in a window
 //! holding NaN, ATen's `v > best || isnan(v)`) is found from the input and that output only when
 //! needed, by a second scan: the first element equal to the window's maximum, or its last NaN.
-//! The backward is a `scatter_add` of the output gradient into those elements (candle's, so
-//! the gradient differentiates again).
+//! The backward adds each window's gradient at that element (a kernel whose own backward is a
+//! `gather`, so the gradient differentiates again).
 
 use std::sync::Arc;
 
 use candle_core::backend::BackendStorage;
 use candle_core::{
-    bail, CpuStorage, CustomOp1, CustomOp2, Layout, Result, Shape, Tensor, WithDType,
+    bail, CpuStorage, CustomOp1, CustomOp2, CustomOp3, Layout, Result, Shape, Tensor, WithDType,
 };
 use rayon::prelude::*;
 
-use super::blocks_per_task;
+use super::{blocks_per_task, zero};
 
 /// Pooling windows as per-axis tap lists, on up to three spatial axes (fewer are padded with
 /// leading axes of one window `[0]`): axis `a` has `outputs[a]` windows of `kernel[a]` taps,
@@ -138,20 +138,30 @@ fn plane_argmax<T: WithDType>(w: &AxisWindows, src: &[T], values: &[T], idx: &mu
         for wh in th.chunks_exact(kh) {
             for ww in tw.chunks_exact(kw) {
                 let best = values[slot];
-                #[allow(clippy::eq_op)] // best != best: NaN
-                let nan = best != best;
                 let mut at = wd[0] + wh[0] + ww[0];
-                'scan: for &a in wd {
-                    for &b in wh {
-                        for &c in ww {
-                            let q = a + b + c;
-                            let v = src[q as usize];
-                            #[allow(clippy::eq_op)]
-                            if nan && v != v {
-                                at = q; // the last NaN
-                            } else if !nan && v == best {
-                                at = q; // the first maximum
-                                break 'scan;
+                #[allow(clippy::eq_op)] // best != best: NaN
+                if best != best {
+                    // The last NaN, in scan order (rare: a branchy scan is fine).
+                    for &a in wd {
+                        for &b in wh {
+                            for &c in ww {
+                                let q = a + b + c;
+                                let v = src[q as usize];
+                                #[allow(clippy::eq_op)]
+                                if v != v {
+                                    at = q;
+                                }
+                            }
+                        }
+                    }
+                } else {
+                    // The first equal element: scanned backwards with selects, so the last
+                    // match standing is the first, and no branch depends on the data.
+                    for &a in wd.iter().rev() {
+                        for &b in wh.iter().rev() {
+                            for &c in ww.iter().rev() {
+                                let q = a + b + c;
+                                at = if src[q as usize] == best { q } else { at };
                             }
                         }
                     }
@@ -206,13 +216,103 @@ impl CustomOp1 for WindowMax {
     }
 
     fn bwd(&self, arg: &Tensor, res: &Tensor, grad_res: &Tensor) -> Result<Option<Tensor>> {
-        let index = window_argmax(arg, res, &self.windows)?;
-        let zeros = arg.zeros_like()?;
-        Ok(Some(zeros.scatter_add(
-            &index,
+        let spread = WindowMaxGrad {
+            windows: self.windows.clone(),
+        };
+        let gx = arg.contiguous()?.apply_op3(
+            &res.detach().contiguous()?,
             &grad_res.contiguous()?,
-            1,
-        )?))
+            spread,
+        )?;
+        Ok(Some(gx))
+    }
+}
+
+/// The backward of [`WindowMax`]: `(x, values, grad) -> gx`, each window's gradient added at
+/// its chosen element, found by the same scan as [`window_argmax`] (no index tensor built).
+/// Its own backward, into `grad`, is a `gather` at the chosen elements.
+struct WindowMaxGrad {
+    windows: Arc<AxisWindows>,
+}
+
+impl CustomOp3 for WindowMaxGrad {
+    fn name(&self) -> &'static str {
+        "candle-port-window-max-backward"
+    }
+
+    fn cpu_fwd(
+        &self,
+        storage: &CpuStorage,
+        layout: &Layout,
+        values: &CpuStorage,
+        values_layout: &Layout,
+        grad: &CpuStorage,
+        grad_layout: &Layout,
+    ) -> Result<(CpuStorage, Shape)> {
+        let w = &self.windows;
+        let (planes, start, end) = planes_of(self.name(), layout, w)?;
+        let p = w.windows();
+        let (Some((vs, ve)), Some((gs, ge))) = (
+            values_layout.contiguous_offsets(),
+            grad_layout.contiguous_offsets(),
+        ) else {
+            bail!(
+                "{}: the maxima and the gradient must be contiguous",
+                self.name()
+            )
+        };
+        if values_layout.dims() != [planes, p] || grad_layout.dims() != [planes, p] {
+            bail!(
+                "{}: maxima and gradient must be ({planes}, {p})",
+                self.name()
+            );
+        }
+        fn run<T: WithDType>(w: &AxisWindows, x: &[T], v: &[T], g: &[T], planes: usize) -> Vec<T> {
+            let p = w.windows();
+            let mut gx = vec![T::zero(); planes * w.plane];
+            if !gx.is_empty() && p > 0 {
+                gx.par_chunks_mut(w.plane)
+                    .zip(
+                        x.par_chunks(w.plane)
+                            .zip(v.par_chunks(p).zip(g.par_chunks(p))),
+                    )
+                    .with_min_len(blocks_per_task(w.plane.max(p)))
+                    .for_each_init(
+                        || vec![0u32; p],
+                        |idx, (gx, (src, (values, grad)))| {
+                            zero(gx);
+                            plane_argmax(w, src, values, idx);
+                            for (&q, &g) in idx.iter().zip(grad) {
+                                gx[q as usize] += g;
+                            }
+                        },
+                    );
+            }
+            gx
+        }
+        let gx = match (storage, values, grad) {
+            (CpuStorage::F32(x), CpuStorage::F32(v), CpuStorage::F32(g)) => {
+                CpuStorage::F32(run(w, &x[start..end], &v[vs..ve], &g[gs..ge], planes))
+            }
+            (CpuStorage::F64(x), CpuStorage::F64(v), CpuStorage::F64(g)) => {
+                CpuStorage::F64(run(w, &x[start..end], &v[vs..ve], &g[gs..ge], planes))
+            }
+            (other, _, _) => bail!("{}: f32 or f64 only, got {:?}", self.name(), other.dtype()),
+        };
+        Ok((gx, Shape::from((planes, w.plane))))
+    }
+
+    fn bwd(
+        &self,
+        x: &Tensor,
+        values: &Tensor,
+        _grad: &Tensor,
+        _res: &Tensor,
+        grad_res: &Tensor,
+    ) -> Result<(Option<Tensor>, Option<Tensor>, Option<Tensor>)> {
+        let index = window_argmax(x, values, &self.windows)?;
+        let into_grad = grad_res.contiguous()?.gather(&index, 1)?;
+        Ok((None, None, Some(into_grad)))
     }
 }
 
@@ -291,6 +391,21 @@ mod tests {
         let grads = (v * &g).unwrap().sum_all().unwrap().backward().unwrap();
         let gx = grads.get(&x).unwrap().to_vec2::<f64>().unwrap();
         assert_eq!(gx, vec![vec![0., 2., 5., 0.]]);
+    }
+
+    #[test]
+    fn the_gradient_differentiates_again() {
+        // d/dg of sum(gx * r) with gx = backward(g): r at each window's chosen element.
+        let x = Tensor::new(&[[1f64, 7., 7., 3.]], &Device::Cpu).unwrap();
+        let v = window_max(&x, &table()).unwrap();
+        let g = Var::new(&[[2f64, 5.]], &Device::Cpu).unwrap();
+        let spread = WindowMaxGrad { windows: table() };
+        let gx = x.apply_op3(&v, g.as_tensor(), spread).unwrap();
+        assert_eq!(gx.to_vec2::<f64>().unwrap(), vec![vec![0., 2., 5., 0.]]);
+        let r = Tensor::new(&[[10f64, 20., 30., 40.]], &Device::Cpu).unwrap();
+        let grads = (gx * r).unwrap().sum_all().unwrap().backward().unwrap();
+        let gg = grads.get(&g).unwrap().to_vec2::<f64>().unwrap();
+        assert_eq!(gg, vec![vec![20., 30.]]);
     }
 
     #[test]

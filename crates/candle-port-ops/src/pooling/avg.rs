@@ -5,6 +5,7 @@ use candle_core::{DType, Result, Tensor};
 use super::input::{batched, shape};
 use super::options::{Kind, Pool};
 use super::windows::{avg_bounds, mean_matrix};
+use crate::kernels;
 use crate::taps::{all_finite, Taps};
 
 /// `x` (n, c, *spatial) summed over windows: `mats[a]` is axis a's (in, out) window matrix.
@@ -75,6 +76,14 @@ pub(crate) fn mean_by_matrices(
         })
         .collect();
     let x = x.to_dtype(compute)?;
+    if kernels::apply_to(&x) {
+        // The CPU kernels: each window's own elements, weighted by torch's divisor.
+        let taps: Vec<Option<Taps>> = (0..bounds.len())
+            .map(|a| Some(window_taps(sizes[a], &bounds[a], &factors[a])))
+            .collect();
+        let y = kernels::resample_axes(&x, &taps)?.unwrap_or(x.clone());
+        return y.to_dtype(dtype);
+    }
     if let Some(kernel) = tile_kernels(bounds, &factors) {
         return mean_of_tiles(&x, &kernel, &factors)?.to_dtype(dtype);
     }
@@ -140,9 +149,9 @@ fn mean_of_tiles(x: &Tensor, kernel: &[usize], factors: &[Vec<f64>]) -> Result<T
     y * (1.0 / divisor)
 }
 
-/// The same means by taps, for an input holding inf or NaN: each window adds only its own
-/// elements (a window matrix would add `0 * inf = NaN` into every window of the line), last axis
-/// first, as ATen's kernels sum a window row by row.
+/// The same means by taps, for an input holding inf or NaN: each window
+/// adds only its own elements (a window matrix would add `0 * inf = NaN` into every window of the
+/// line), last axis first, as ATen's kernels sum a window row by row.
 fn mean_by_taps(
     x: &Tensor,
     bounds: &[Vec<(usize, usize)>],
@@ -150,14 +159,19 @@ fn mean_by_taps(
 ) -> Result<Tensor> {
     let mut y = x.clone();
     for a in (0..bounds.len()).rev() {
-        let weight: Vec<f64> = factors[a]
-            .iter()
-            .map(|&f| if f == 0.0 { 1.0 } else { 1.0 / f })
-            .collect();
-        let taps = Taps::windows(x.dim(2 + a)?, &bounds[a], &weight);
+        let taps = window_taps(x.dim(2 + a)?, &bounds[a], &factors[a]);
         y = taps.apply(&y, 2 + a, false)?;
     }
     Ok(y)
+}
+
+/// One axis's windows as taps weighted by `1 / factor` (an empty window's 0 counts as 1).
+fn window_taps(input: usize, bounds: &[(usize, usize)], factors: &[f64]) -> Taps {
+    let weight: Vec<f64> = factors
+        .iter()
+        .map(|&f| if f == 0.0 { 1.0 } else { 1.0 / f })
+        .collect();
+    Taps::windows(input, bounds, &weight)
 }
 
 pub(crate) fn avg_pool(x: &Tensor, p: &Pool, nd: usize, op: &str) -> Result<Tensor> {
