@@ -1,6 +1,6 @@
 //! PyTorch's interpolate, pooling (1-D to 3-D), grid sampling, transposed and 3-D convolution ops
-//! for [candle], equal to torch in forward **and backward**, built only from candle ops that have
-//! a backward.
+//! for [candle], equal to torch in forward **and backward**, built from candle ops that have a
+//! backward.
 //!
 //! candle's own `upsample_bilinear2d` has no backward (`loss.backward()` stops with
 //! `backward not supported for upsample_bilinear2d`), its nearest upsampling differentiates only
@@ -10,7 +10,9 @@
 //! 3-D pooling; and its `conv1d` trains the weight wrong for batch > 1. This crate is the Rust twin of the
 //! Python package's `candle_port.runtime`: the same ops, composed of `index_select`, `gather`,
 //! `matmul` and elementwise ops, so a model ported from PyTorch computes torch's numbers and
-//! trains.
+//! trains. On the CPU (f32, f64) the resizes and the pools run instead as one-pass
+//! [`kernels`] (candle custom ops with their own backward), as fast as candle's own forward
+//! ops; on CUDA and Metal, and inside [`kernels::composition_only`], the compositions run.
 //!
 //! Every op is checked against torch's outputs and input gradients on shared test vectors
 //! (float64 within 1e-10 relative, float32 within 1e-5), inputs holding NaN and +-inf included.

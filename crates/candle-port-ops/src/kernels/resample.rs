@@ -79,43 +79,52 @@ impl Resample {
     }
 }
 
-/// The taps as (indices, weights in `T`) pairs.
-pub(super) fn typed<T: WithDType>(taps: &Taps) -> Vec<(&[u32], Vec<T>)> {
+/// One tap of an axis in the input's type: for each output, the index read and its weight;
+/// `slab` if some output reads the zero slab here (a tap torch does not read), so the loops
+/// without it need no test.
+pub(super) struct Tap<'a, T> {
+    pub index: &'a [u32],
+    pub weight: Vec<T>,
+    pub slab: bool,
+}
+
+/// The taps of an axis in `T`.
+pub(super) fn typed<T: WithDType>(taps: &Taps) -> Vec<Tap<'_, T>> {
+    let input = taps.input as u32;
     taps.index
         .iter()
         .zip(&taps.weight)
-        .map(|(i, w)| (i.as_slice(), w.iter().map(|&v| T::from_f64(v)).collect()))
+        .map(|(i, w)| Tap {
+            index: i.as_slice(),
+            weight: w.iter().map(|&v| T::from_f64(v)).collect(),
+            slab: i.iter().any(|&q| q >= input),
+        })
         .collect()
 }
 
 /// One block of the forward along the last axis (`after == 1`): tap by tap over the whole
 /// output line, so the inner loop is a plain stream (the sum per output in tap order, as
 /// ATen's).
-pub(super) fn gather_last<T: WithDType>(
-    dst: &mut [T],
-    src: &[T],
-    taps: &[(&[u32], Vec<T>)],
-    input: u32,
-) {
-    for (t, (index, weight)) in taps.iter().enumerate() {
-        for ((o, &i), &w) in dst.iter_mut().zip(index.iter()).zip(weight) {
-            if i < input {
-                let v = w * src[i as usize];
-                *o = if t == 0 { v } else { *o + v };
-            }
+pub(super) fn gather_last<T: WithDType>(dst: &mut [T], src: &[T], taps: &[Tap<T>], input: u32) {
+    for (t, tap) in taps.iter().enumerate() {
+        let pairs = dst.iter_mut().zip(tap.index.iter().zip(&tap.weight));
+        match (t, tap.slab) {
+            (0, false) => pairs.for_each(|(o, (&i, &w))| *o = w * src[i as usize]),
+            (_, false) => pairs.for_each(|(o, (&i, &w))| *o += w * src[i as usize]),
+            _ => pairs.for_each(|(o, (&i, &w))| {
+                if i < input {
+                    let v = w * src[i as usize];
+                    *o = if t == 0 { v } else { *o + v };
+                }
+            }),
         }
     }
 }
 
 /// One block of the adjoint along the last axis, tap by tap.
-pub(super) fn scatter_last<T: WithDType>(
-    dst: &mut [T],
-    grad: &[T],
-    taps: &[(&[u32], Vec<T>)],
-    input: u32,
-) {
-    for (index, weight) in taps {
-        for ((&g, &i), &w) in grad.iter().zip(index.iter()).zip(weight) {
+pub(super) fn scatter_last<T: WithDType>(dst: &mut [T], grad: &[T], taps: &[Tap<T>], input: u32) {
+    for tap in taps {
+        for (&g, (&i, &w)) in grad.iter().zip(tap.index.iter().zip(&tap.weight)) {
             if i < input {
                 dst[i as usize] += w * g;
             }
@@ -124,16 +133,10 @@ pub(super) fn scatter_last<T: WithDType>(
 }
 
 /// One block of the forward: each output row is its first tap's row scaled, plus the others.
-fn gather<T: WithDType>(
-    dst: &mut [T],
-    src: &[T],
-    taps: &[(&[u32], Vec<T>)],
-    input: u32,
-    after: usize,
-) {
+fn gather<T: WithDType>(dst: &mut [T], src: &[T], taps: &[Tap<T>], input: u32, after: usize) {
     for (j, out) in dst.chunks_exact_mut(after).enumerate() {
         let mut first = true;
-        for (index, weight) in taps {
+        for Tap { index, weight, .. } in taps {
             let i = index[j];
             if i >= input {
                 continue;
@@ -153,15 +156,9 @@ fn gather<T: WithDType>(
 }
 
 /// One block of the adjoint: each gradient row added, scaled, to the rows its taps read.
-fn scatter<T: WithDType>(
-    dst: &mut [T],
-    grad: &[T],
-    taps: &[(&[u32], Vec<T>)],
-    input: u32,
-    after: usize,
-) {
+fn scatter<T: WithDType>(dst: &mut [T], grad: &[T], taps: &[Tap<T>], input: u32, after: usize) {
     for (j, g) in grad.chunks_exact(after).enumerate() {
-        for (index, weight) in taps {
+        for Tap { index, weight, .. } in taps {
             let i = index[j];
             if i >= input {
                 continue;

@@ -11,7 +11,7 @@ use candle_core::backend::BackendStorage;
 use candle_core::{bail, CpuStorage, CustomOp1, Layout, Result, Shape, Tensor, WithDType};
 use rayon::prelude::*;
 
-use super::resample::{gather_last, scatter_last, typed};
+use super::resample::{gather_last, scatter_last, typed, Tap};
 use super::{blocks_per_task, zero};
 use crate::taps::Taps;
 
@@ -84,8 +84,8 @@ impl Resample2d {
         &self,
         dst: &mut [T],
         src: &[T],
-        rows: &[(&[u32], Vec<T>)],
-        cols: &[(&[u32], Vec<T>)],
+        rows: &[Tap<T>],
+        cols: &[Tap<T>],
         lines: &mut [T],
     ) {
         let (h_in, w_in) = (self.rows.input as u32, self.cols.input as u32);
@@ -95,7 +95,7 @@ impl Resample2d {
         }
         for (i, out) in dst.chunks_exact_mut(wo).enumerate() {
             let mut first = true;
-            for (index, weight) in rows {
+            for Tap { index, weight, .. } in rows {
                 let r = index[i];
                 if r >= h_in {
                     continue;
@@ -117,8 +117,8 @@ impl Resample2d {
         &self,
         dst: &mut [T],
         grad: &[T],
-        rows: &[(&[u32], Vec<T>)],
-        cols: &[(&[u32], Vec<T>)],
+        rows: &[Tap<T>],
+        cols: &[Tap<T>],
         lines: &mut [T],
     ) {
         let (h_in, w_in) = (self.rows.input as u32, self.cols.input as u32);
@@ -126,7 +126,7 @@ impl Resample2d {
         lines.iter_mut().for_each(|l| *l = T::zero());
         zero(dst);
         for (i, g) in grad.chunks_exact(wo).enumerate() {
-            for (index, weight) in rows {
+            for Tap { index, weight, .. } in rows {
                 let r = index[i];
                 if r >= h_in {
                     continue;
