@@ -1148,3 +1148,24 @@ fn relu_passes_the_gradient_at_exactly_zero() -> Result<()> {
     );
     Ok(())
 }
+
+/// candle's `gelu_erf` backward writes 1/sqrt(2 pi) as 0.398942 (0.3989422804...), so the
+/// `x * phi(x)` term of the derivative is 7e-7 off, relatively: at x = 1 the gradient is 1.7e-7
+/// below the exact 1.0833154705876864 in f64 (f32 rounding is of the same size, so only f64
+/// shows it). The forward is exact. This is the 1e-9 gradient gap `candle-port compare` showed
+/// on SegFormer's GELUs in f64, after the MLPs' weights scale it down.
+#[test]
+fn gelu_erf_gradient_uses_a_six_digit_constant() -> Result<()> {
+    let x = Var::from_tensor(&Tensor::new(&[1.0f64], &Device::Cpu)?)?;
+    let ones = Tensor::ones(1, DType::F64, &Device::Cpu)?;
+    let y = x.as_tensor().gelu_erf()?;
+    // gelu(1) = 0.5 * (1 + erf(1 / sqrt 2)) = 0.8413447460685429
+    let forward = y.to_vec1::<f64>()?[0];
+    assert!((forward - 0.841_344_746_068_542_9).abs() < 1e-15, "{forward}");
+    let g = grad_of(&x, &y, &ones)?.expect("gelu_erf has a backward");
+    let exact = 1.083_315_470_587_686_4; // Phi(1) + phi(1)
+    let off = exact - g.to_vec1::<f64>()?[0];
+    let constant = (0.398_942_280_401_432_7 - 0.398_942) * (-0.5f64).exp();
+    assert!((off - constant).abs() < 1e-12, "off by {off:e}, the constant explains {constant:e}");
+    Ok(())
+}
