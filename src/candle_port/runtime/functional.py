@@ -15,6 +15,7 @@ from torch._jit_internal import _overload
 
 from .area import resize_area
 from .bicubic import upsample_bicubic2d
+from ._dispatch import use_native
 from .bilinear import _output_size_and_scales, _resample, _Scale, _Size
 from .nearest import upsample_nearest_nd
 from .trilinear import upsample_trilinear3d
@@ -181,7 +182,8 @@ def _interpolate(
     recompute_scale_factor: Optional[bool],
     antialias: bool,
 ) -> torch.Tensor:
-    if torch.jit.is_tracing() or not _ours(input, mode, align_corners, antialias):
+    if use_native(input) or torch.jit.is_tracing() or not _ours(input, mode, align_corners, antialias):
+        # plain eager mode (``_dispatch``): torch's kernel is what the user gets anyway.
         # torch.jit.trace: torch's op, which records the output size as a function of the
         # input's (a traced composition would bake the traced sizes in); the trace runs in torch.
         return F.interpolate(
