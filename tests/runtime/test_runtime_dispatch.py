@@ -258,3 +258,24 @@ def test_verify_worker_runs_the_composition(monkeypatch):
     worker.run({})
     assert seen and seen[0] != "MaxPool2DWithIndicesBackward0"
     assert use_native(_x())  # restored after the job
+
+
+def test_vendored_copy_follows_the_variable(monkeypatch, tmp_path):
+    """port-fix --vendor's single-file runtime has its own switch; the variable reaches it."""
+    import importlib.util
+    import warnings
+
+    from candle_port.rewriters.vendor import build_vendored_source
+
+    path = tmp_path / "candle_port_runtime.py"
+    path.write_text(build_vendored_source(), encoding="utf-8")
+    spec = importlib.util.spec_from_file_location("candle_port_runtime_dispatch_test", path)
+    vendored = importlib.util.module_from_spec(spec)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        spec.loader.exec_module(vendored)
+    assert "MaxPool2DWithIndicesBackward0" in _backward_nodes(vendored.max_pool2d(_x(), 2))
+    monkeypatch.setenv(ENV, "composition")
+    assert "MaxPool2DWithIndicesBackward0" not in _backward_nodes(vendored.max_pool2d(_x(), 2))
+    with vendored.composition(False):
+        assert "MaxPool2DWithIndicesBackward0" in _backward_nodes(vendored.max_pool2d(_x(), 2))

@@ -162,6 +162,10 @@ def interpolate(  # noqa: F811
     ``F.interpolate`` itself: a scripted or traced model runs in torch, never in candle, and
     torch's op keeps a trace's output size a function of the input's size. make_fx,
     torch.export and torch.compile trace the composition.
+
+    **Eager mode.** With nothing tracing and a plain tensor input this is ``F.interpolate``
+    itself (what eager PyTorch gives anyway); ``with composition():`` or
+    ``CANDLE_PORT_RUNTIME=composition`` runs the composition there too (``_dispatch``).
     """
     if torch.jit.is_scripting():
         return F.interpolate(

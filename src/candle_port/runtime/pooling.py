@@ -34,6 +34,10 @@ is while ``torch.jit.trace`` records (the trace runs in torch, and torch's op ke
 function of the input's; a traced composition would bake the traced sizes in). The modules'
 forwards are torch's own under ``torch.jit.script``.
 
+In plain eager mode (nothing tracing, a plain tensor, no ``composition()`` switch) each function
+is torch's own ``F.`` function: the composition runs where a tracer records it, or when asked
+(``_dispatch``).
+
 Inputs holding inf or NaN: average pools sum each window's own elements (taps, see ``_taps``)
 instead of the 0/1 matrices (0 * inf = NaN would spread over the plane); max pools pick the
 window's last NaN as torch does. Output strides are torch's (read from the meta call).
