@@ -279,3 +279,15 @@ def test_vendored_copy_follows_the_variable(monkeypatch, tmp_path):
     assert "MaxPool2DWithIndicesBackward0" not in _backward_nodes(vendored.max_pool2d(_x(), 2))
     with vendored.composition(False):
         assert "MaxPool2DWithIndicesBackward0" in _backward_nodes(vendored.max_pool2d(_x(), 2))
+
+
+def test_verify_candle_check_runs_the_composition(monkeypatch):
+    """`verify --candle`'s torch side (export, reference values) runs the composition too."""
+    from candle_port.verify import candle_check
+
+    seen = []
+    monkeypatch.setattr(candle_check, "check_in_candle",
+                        lambda model, inputs, **_: seen.append(model(*inputs).grad_fn.name()) or {})
+    candle_check._check(lambda x: R.max_pool2d(x, 2), [_x()], {"seed": 0})
+    assert seen and seen[0] != "MaxPool2DWithIndicesBackward0"
+    assert use_native(_x())
