@@ -291,3 +291,32 @@ def test_verify_candle_check_runs_the_composition(monkeypatch):
     candle_check._check(lambda x: R.max_pool2d(x, 2), [_x()], {"seed": 0})
     assert seen and seen[0] != "MaxPool2DWithIndicesBackward0"
     assert use_native(_x())
+
+
+def test_torch_compile_records_the_composition():
+    graphs = []
+
+    def on_meta(node) -> bool:  # the argument check: torch's op on a meta copy (pooling._pool_meta)
+        first = node.args[0] if node.args else None
+        value = getattr(first, "meta", {}).get("example_value")
+        return isinstance(value, torch.Tensor) and value.device.type == "meta"
+
+    def backend(gm, example_inputs):
+        graphs.append({str(n.target) for n in gm.graph.nodes if n.op == "call_function" and not on_meta(n)})
+        return gm.forward
+
+    torch._dynamo.reset()
+    compiled = torch.compile(lambda t: R.max_pool2d(t, 2), backend=backend, fullgraph=False)
+    torch.testing.assert_close(compiled(torch.randn(1, 2, 8, 8)).shape, torch.Size([1, 2, 4, 4]))
+    targets = set().union(*graphs)
+    assert targets and not [t for t in targets if "pool" in t], targets
+
+
+def test_routed_functional_calls_take_torchs_kernel_in_eager_mode():
+    x = _x()
+    with R.routed():
+        y = F.max_pool2d(x, 2)
+    assert "MaxPool2DWithIndicesBackward0" in _backward_nodes(y)
+    with R.routed(), R.composition():
+        y = F.max_pool2d(x, 2)
+    assert "MaxPool2DWithIndicesBackward0" not in _backward_nodes(y)
