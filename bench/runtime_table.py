@@ -2,6 +2,7 @@
 
     python bench/runtime_table.py [--rounds 7] [--threads 2] [--only SUBSTRING] [--no-memory]
                                   [--clock wall|thread|process] [--same-process]
+                                  [--path composition|eager]
 
 For each row (float32, CPU, ``torch.set_num_threads(2)``): the forward ratio (no_grad), the
 forward+backward ratio (``y.backward(g)`` with a fixed ``g``) and the peak-memory ratio of one
@@ -11,6 +12,11 @@ the mean of enough calls to last ~0.1 s; the ratio shown is the median of the pe
 other processes share the cores). Memory: peak bytes held by torch's CPU allocator during one
 forward+backward above what was held before (profiler memory events), input excluded.
 The last line gives the median of each ratio column and the largest one.
+
+``--path composition`` (the default) times the runtime's compositions, under
+``candle_port.runtime.composition()``: what verify traces and candle runs. ``--path eager`` times
+the runtime as plain eager PyTorch calls it, where each op calls torch's own kernel
+(runtime/_dispatch.py), so its ratios are the dispatch's overhead.
 
 Each row runs in a fresh process (``--same-process``: all rows in this one). A row's times depend
 on what the allocator holds: glibc serves a large block from a fresh mmap or from the heap
@@ -174,8 +180,20 @@ def main() -> None:
         "process: the process's CPU time",
     )
     ap.add_argument("--same-process", action="store_true", help="measure every row in this process (see above)")
+    ap.add_argument(
+        "--path",
+        choices=("composition", "eager"),
+        default="composition",
+        help="composition: the runtime's compositions (what verify traces and candle runs); "
+        "eager: the runtime in plain eager mode, which calls torch's own kernels",
+    )
     ap.add_argument("--row", type=int, help=argparse.SUPPRESS)
     args = ap.parse_args()
+    with R.composition(args.path == "composition"):  # eager: even with CANDLE_PORT_RUNTIME=composition set
+        _main(args)
+
+
+def _main(args) -> None:
     global _CLOCK
     _CLOCK = {"wall": time.perf_counter, "thread": time.thread_time, "process": time.process_time}[args.clock]
     torch.set_num_threads(args.threads)
@@ -184,7 +202,8 @@ def main() -> None:
     if args.row is not None:  # one row, in a child process of an isolated run: its ratios as JSON
         print(json.dumps(_measure(ROWS[args.row], args)))
         return
-    print(f"torch {torch.__version__}, {torch.get_num_threads()} threads, float32, {clock}, median of {args.rounds} paired rounds")
+    print(f"torch {torch.__version__}, {torch.get_num_threads()} threads, float32, {clock}, median of {args.rounds} paired rounds, "
+          f"runtime path: {args.path}")
     print("| op and shape | input | native fwd ms | fwd ratio | native f+b ms | f+b ratio | memory ratio |")
     print("|---|---|---:|---:|---:|---:|---:|")
     cols = ([], [], [])
@@ -219,7 +238,7 @@ def _measure(row, args) -> list[float]:
 def _in_child(index: int, args) -> list[float]:
     """_measure for ROWS[index] in a fresh process (see the module docstring)."""
     command = [sys.executable, __file__, "--row", str(index), "--rounds", str(args.rounds), "--threads", str(args.threads),
-               "--clock", args.clock] + (["--no-memory"] if args.no_memory else [])
+               "--clock", args.clock, "--path", args.path] + (["--no-memory"] if args.no_memory else [])
     done = subprocess.run(command, capture_output=True, text=True, check=True)
     return json.loads(done.stdout.strip().splitlines()[-1])
 

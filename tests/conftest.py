@@ -13,6 +13,12 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
+
+# The runtime's ops call torch's own kernel in plain eager mode (candle_port/runtime/_dispatch.py);
+# a test that compares one with torch would compare torch with itself. The whole suite, and every
+# process it starts (verify's workers, port-fix's numerics, the bench script), runs the
+# composition; tests/runtime/test_runtime_dispatch.py unsets this to test the eager choice.
+os.environ["CANDLE_PORT_RUNTIME"] = "composition"
 CORPUS_PACKAGES = ("timm", "diffusers", "segmentation_models_pytorch", "kornia")
 
 

@@ -26,3 +26,11 @@ def test_each_row_in_its_own_process():
 
 def test_same_process():
     assert ROW.search(_table("--same-process")), "no row printed"
+
+
+def test_path_eager_and_composition():
+    """--path eager times the runtime as plain eager PyTorch runs it (torch's kernels, even with
+    the suite's CANDLE_PORT_RUNTIME=composition); the default times the compositions."""
+    eager = _table("--path", "eager", "--no-memory")
+    assert ROW.search(eager.replace("| nan |", "| 0 |")) and "runtime path: eager" in eager, eager
+    assert "runtime path: composition" in _table("--no-memory", "--same-process")

@@ -7,8 +7,15 @@ nearest, a partial one for nearest, a bailing or wrong one for max/avg pooling a
 pooling at all). Every interpolate mode is covered; so are grid_sample, transposed and 3-D
 convolutions and pools, and ``conv1d`` (candle's weight gradient is wrong for batch > 1). Imports
 nothing but torch.
+
+In plain eager mode each op that replaces a ``torch.nn.functional`` function calls that function
+(what the user gets from torch anyway, at torch's speed); under make_fx, torch.export,
+torch.compile, FakeTensor / functorch, and inside ``with composition():`` (or with
+``CANDLE_PORT_RUNTIME=composition`` set) it runs the composition, which is what a tracer records
+and candle runs. See ``_dispatch``.
 """
 
+from ._dispatch import composition
 from .area import resize_area
 from .bicubic import upsample_bicubic2d
 from .bilinear import clear_cache, upsample_bilinear2d, upsample_linear1d
@@ -95,6 +102,7 @@ __all__ = [
     "avg_pool3d",
     "clear_cache",
     "clear_pooling_cache",
+    "composition",
     "conv1d",
     "conv3d",
     "conv_transpose1d",

@@ -22,6 +22,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from ._dispatch import use_native
 from .transposed_conv import _IntArg
 
 __all__ = ["Conv1d", "conv1d"]
@@ -75,6 +76,8 @@ def conv1d(
     >>> torch.allclose(conv1d(x, w, None, 2, 1, 1, 2), F.conv1d(x, w, None, 2, 1, 1, 2))
     True
     """
+    if use_native(input):  # plain eager mode: torch's kernel (``_dispatch``)
+        return F.conv1d(input, weight, bias, stride, padding, dilation, groups)
     s, d = _c1_int(stride), _c1_int(dilation)
     ok = (
         isinstance(input, torch.Tensor)

@@ -15,6 +15,7 @@ from torch._jit_internal import _overload
 
 from .area import resize_area
 from .bicubic import upsample_bicubic2d
+from ._dispatch import use_native
 from .bilinear import _output_size_and_scales, _resample, _Scale, _Size
 from .nearest import upsample_nearest_nd
 from .trilinear import upsample_trilinear3d
@@ -161,6 +162,10 @@ def interpolate(  # noqa: F811
     ``F.interpolate`` itself: a scripted or traced model runs in torch, never in candle, and
     torch's op keeps a trace's output size a function of the input's size. make_fx,
     torch.export and torch.compile trace the composition.
+
+    **Eager mode.** With nothing tracing and a plain tensor input this is ``F.interpolate``
+    itself (what eager PyTorch gives anyway); ``with composition():`` or
+    ``CANDLE_PORT_RUNTIME=composition`` runs the composition there too (``_dispatch``).
     """
     if torch.jit.is_scripting():
         return F.interpolate(
@@ -181,7 +186,8 @@ def _interpolate(
     recompute_scale_factor: Optional[bool],
     antialias: bool,
 ) -> torch.Tensor:
-    if torch.jit.is_tracing() or not _ours(input, mode, align_corners, antialias):
+    if use_native(input) or torch.jit.is_tracing() or not _ours(input, mode, align_corners, antialias):
+        # plain eager mode (``_dispatch``): torch's kernel is what the user gets anyway.
         # torch.jit.trace: torch's op, which records the output size as a function of the
         # input's (a traced composition would bake the traced sizes in); the trace runs in torch.
         return F.interpolate(

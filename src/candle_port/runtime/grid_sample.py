@@ -28,6 +28,7 @@ from typing import List, Optional, Sequence, Tuple
 import torch
 import torch.nn.functional as F
 
+from ._dispatch import use_native
 from .transposed_conv import _tc_meta
 
 __all__ = ["affine_grid", "grid_sample"]
@@ -234,7 +235,8 @@ def grid_sample(
     itself (which computes or raises).
     """
     if (
-        input.dim() != 4
+        use_native(input)  # plain eager mode: torch's kernel (``_dispatch``)
+        or input.dim() != 4
         or grid.dim() != 4
         or grid.shape[0] != input.shape[0]
         or grid.shape[3] != 2
@@ -290,6 +292,8 @@ def affine_grid(theta: torch.Tensor, size: List[int], align_corners: Optional[bo
     own decomposition, with the base built once on the host instead of per batch element).
     candle: ``base.broadcast_left(n)?.matmul(&theta.transpose(1, 2)?)?`` (Op::Matmul).
     """
+    if use_native(theta):  # plain eager mode: torch's kernel (``_dispatch``)
+        return F.affine_grid(theta, size, align_corners)
     meta = _tc_meta(F.affine_grid, theta, size, align_corners)
     if meta is None or not theta.is_floating_point() or meta.numel() == 0:
         return F.affine_grid(theta, size, align_corners)

@@ -34,6 +34,10 @@ is while ``torch.jit.trace`` records (the trace runs in torch, and torch's op ke
 function of the input's; a traced composition would bake the traced sizes in). The modules'
 forwards are torch's own under ``torch.jit.script``.
 
+In plain eager mode (nothing tracing, a plain tensor, no ``composition()`` switch) each function
+is torch's own ``F.`` function: the composition runs where a tracer records it, or when asked
+(``_dispatch``).
+
 Inputs holding inf or NaN: average pools sum each window's own elements (taps, see ``_taps``)
 instead of the 0/1 matrices (0 * inf = NaN would spread over the plane); max pools pick the
 window's last NaN as torch does. Output strides are torch's (read from the meta call).
@@ -49,6 +53,7 @@ import torch
 import torch.nn.functional as F
 from torch.utils._python_dispatch import _disable_current_modes
 
+from ._dispatch import use_native
 from ._layout import match_strides
 from ._pool3d_slices import _depth_taps, pool_windows
 from ._recording import recording, size_constant
@@ -925,6 +930,8 @@ _POOL_ADAPTIVE_MAX_WITH_INDICES = {
 
 
 def _pool_max(nd: int, x, kernel_size, stride, padding, dilation, ceil_mode, return_indices):
+    if use_native(x) or torch.jit.is_tracing():  # torch's kernel: plain eager mode (``_dispatch``), jit.trace
+        return _POOL_MAX_FN[nd](x, kernel_size, stride, padding, dilation, ceil_mode, return_indices)
     with_indices = _POOL_MAX_WITH_INDICES[nd]
     args = (kernel_size, stride, padding, dilation, ceil_mode)
 
@@ -1067,6 +1074,8 @@ def max_pool1d_with_indices(
 def _pool_avg(nd: int, torch_fn, x, args):
     """``args`` as torch_fn takes them: kernel_size, stride, padding, ceil_mode,
     count_include_pad[, divisor_override]."""
+    if use_native(x) or torch.jit.is_tracing():  # torch's kernel: plain eager mode (``_dispatch``), jit.trace
+        return torch_fn(x, *args)
 
     def build():
         kernel_size, stride, padding, _, count_include_pad = args[:5]
@@ -1177,6 +1186,9 @@ def adaptive_avg_pool1d(input: torch.Tensor, output_size) -> torch.Tensor:
 
 
 def _pool_adaptive_avg(nd: int, torch_fn, x, output_size):
+    if use_native(x) or torch.jit.is_tracing():  # torch's kernel: plain eager mode (``_dispatch``), jit.trace
+        return torch_fn(x, output_size)
+
     def build():
         meta = _pool_meta(torch_fn, x, output_size)
         if meta is None or meta.numel() == 0 or x.numel() == 0:
@@ -1200,6 +1212,8 @@ def _pool_adaptive_avg(nd: int, torch_fn, x, output_size):
 
 
 def _pool_adaptive_max(nd: int, x, output_size, return_indices):
+    if use_native(x) or torch.jit.is_tracing():  # torch's kernel: plain eager mode (``_dispatch``), jit.trace
+        return _POOL_ADAPTIVE_MAX_FN[nd](x, output_size, return_indices)
     with_indices = _POOL_ADAPTIVE_MAX_WITH_INDICES[nd]
 
     def build():

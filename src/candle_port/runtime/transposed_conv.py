@@ -36,6 +36,7 @@ import torch.nn.functional as F
 from torch import nn
 from torch.utils._python_dispatch import _disable_current_modes
 
+from ._dispatch import use_native
 from ._recording import size_constant
 
 __all__ = ["ConvTranspose1d", "ConvTranspose2d", "conv_transpose1d", "conv_transpose2d"]
@@ -337,6 +338,8 @@ def _tc_dense(y: torch.Tensor, channels_last: bool) -> torch.Tensor:
 
 def _tc_transposed(nd, torch_fn, input, weight, bias, stride, padding, output_padding, groups, dilation):
     args = (input, weight, bias, stride, padding, output_padding, groups, dilation)
+    if use_native(input):  # plain eager mode: torch's kernel (``_dispatch``)
+        return torch_fn(*args)
     try:
         s, p, op, d = (_tc_ints(v, nd) for v in (stride, padding, output_padding, dilation))
         ok = (

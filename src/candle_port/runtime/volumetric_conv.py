@@ -26,6 +26,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from ._dispatch import use_native
 from .transposed_conv import (
     _tc_blocks,
     _tc_channels_last,
@@ -116,6 +117,8 @@ def conv3d(
         let y = sel.conv2d(&w2, p_h, s_h, d_h, g)?                             // Op::Conv2D
             .reshape((n, d_out, co, h_out, w_out))?.permute((0, 2, 1, 3, 4))?;
     """
+    if use_native(input):  # plain eager mode: torch's kernel (``_dispatch``)
+        return F.conv3d(input, weight, bias, stride, padding, dilation, groups)
     try:
         s, d = _tc_ints(stride, 3), _tc_ints(dilation, 3)
         ok = (
@@ -166,6 +169,8 @@ def conv_transpose3d(
     residue (its taps of the kernel only, no inserted zeros), interleaved by ``stack`` and a
     permuted reshape (see transposed_conv.py)."""
     args = (input, weight, bias, stride, padding, output_padding, groups, dilation)
+    if use_native(input):  # plain eager mode: torch's kernel (``_dispatch``)
+        return F.conv_transpose3d(*args)
     try:
         s, p, op, d = (_tc_ints(v, 3) for v in (stride, padding, output_padding, dilation))
         ok = (

@@ -29,6 +29,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from ._dispatch import use_native
 from ._pool3d_slices import max_by_slices, pool_windows
 from .pooling import (
     _POOL_MAX_WITH_INDICES,
@@ -87,6 +88,8 @@ def max_pool3d(
 def _vp_max(x, kernel_size, stride, padding, dilation, ceil_mode, return_indices):
     """By 2-D slices then depth windows (``_pool3d_slices``) where that applies, else pooling.py's
     table path (tracing, other layouts, what torch rejects)."""
+    if use_native(x):  # plain eager mode: torch's kernel (``_dispatch``)
+        return F.max_pool3d(x, kernel_size, stride, padding, dilation, ceil_mode, return_indices)
     if isinstance(x, torch.Tensor) and x.dim() in (4, 5) and x.is_floating_point():
         meta = _pool_meta(_POOL_MAX_WITH_INDICES[3], x, kernel_size, stride, padding, dilation, ceil_mode, True)
         if meta is not None and meta.numel() > 0:

@@ -65,8 +65,11 @@ def _job(options: Any, target: tuple[Any, Any] | None = None) -> dict:
 
 
 def _check(model: Any, inputs: list, job: dict) -> dict:
-    return check_in_candle(model, inputs, seed=job["seed"], rtol=job.get("rtol"), atol=job.get("atol"),
-                           factor=job.get("noise_factor") or NOISE_FACTOR)
+    from .worker import runtime_composition
+
+    with runtime_composition():  # what torch's side runs is the runtime's composition, as candle's
+        return check_in_candle(model, inputs, seed=job["seed"], rtol=job.get("rtol"), atol=job.get("atol"),
+                               factor=job.get("noise_factor") or NOISE_FACTOR)
 
 
 def _guarded(run, train: bool = False) -> dict:

@@ -17,8 +17,9 @@ import os
 import sys
 import time
 import traceback
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterator
 
 WAIT_FOR_REFERENCE_S = 900.0
 
@@ -491,14 +492,36 @@ def _noise_reference(pristine: Any, inputs: list, weights: dict, job: dict) -> d
             "float64_error": failed, "outputs": run[0], "input_grads": run[1], "param_grads": run[2]}
 
 
-def run(job: dict) -> None:
-    """One worker's job; with ``convert`` set, everything the model runs goes through runtime.routed()."""
-    if job.get("convert"):
-        from candle_port.runtime import routed
+RUNTIME_PATH_ENV = "CANDLE_PORT_RUNTIME"
 
-        with routed():
-            return _run(job)
-    return _run(job)
+
+@contextmanager
+def runtime_composition() -> Iterator[None]:
+    """The runtime's compositions, not torch's kernels, inside the block (and in the processes it
+    starts): in plain eager mode the runtime's ops call torch's own kernel (runtime/_dispatch.py),
+    and verify judges what candle will run. By the environment variable, so that a vendored copy
+    of the runtime (its own module) follows it too."""
+    before = os.environ.get(RUNTIME_PATH_ENV)
+    os.environ[RUNTIME_PATH_ENV] = "composition"
+    try:
+        yield
+    finally:
+        if before is None:
+            os.environ.pop(RUNTIME_PATH_ENV, None)
+        else:
+            os.environ[RUNTIME_PATH_ENV] = before
+
+
+def run(job: dict) -> None:
+    """One worker's job, with the runtime's compositions (see runtime_composition); with
+    ``convert`` set, everything the model runs goes through runtime.routed()."""
+    with runtime_composition():
+        if job.get("convert"):
+            from candle_port.runtime import routed
+
+            with routed():
+                return _run(job)
+        return _run(job)
 
 
 def _key_difference(model, state: dict) -> tuple[list[str], list[str]]:
