@@ -1161,11 +1161,17 @@ fn gelu_erf_gradient_uses_a_six_digit_constant() -> Result<()> {
     let y = x.as_tensor().gelu_erf()?;
     // gelu(1) = 0.5 * (1 + erf(1 / sqrt 2)) = 0.8413447460685429
     let forward = y.to_vec1::<f64>()?[0];
-    assert!((forward - 0.841_344_746_068_542_9).abs() < 1e-15, "{forward}");
+    assert!(
+        (forward - 0.841_344_746_068_542_9).abs() < 1e-15,
+        "{forward}"
+    );
     let g = grad_of(&x, &y, &ones)?.expect("gelu_erf has a backward");
     let exact = 1.083_315_470_587_686_4; // Phi(1) + phi(1)
     let off = exact - g.to_vec1::<f64>()?[0];
     let constant = (0.398_942_280_401_432_7 - 0.398_942) * (-0.5f64).exp();
-    assert!((off - constant).abs() < 1e-12, "off by {off:e}, the constant explains {constant:e}");
+    assert!(
+        (off - constant).abs() < 1e-12,
+        "off by {off:e}, the constant explains {constant:e}"
+    );
     Ok(())
 }
