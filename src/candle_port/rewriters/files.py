@@ -199,11 +199,14 @@ def _unchanged(path: str, strategy: str, text: str) -> FixResult | None:
     return None
 
 
-def _unchanged_without_fixer(path: str, strategy: str, instrument: bool = False) -> FixResult | None:
+def _left_by_instrument(path: str) -> FixResult | None:
+    """--instrument is for Rust only: a Python file is left, unread."""
+    return None if path.endswith(".rs") else FixResult(path, "instrument", "", "")
+
+
+def _unchanged_without_fixer(path: str, strategy: str) -> FixResult | None:
     if path.endswith(".rs"):
         return None  # its own screen runs in _fix_rust_file
-    if instrument:
-        return FixResult(path, "instrument", "", "")  # --instrument is for Rust only
     return _python_unchanged_without_fixer(path, strategy)
 
 
@@ -299,7 +302,10 @@ def fix_files(
         # A run on one worker (a few files: pre-commit) reads them here first; a parallel run
         # reads every file in its workers, on every core.
         screen = not runs_in_parallel(len(files), jobs)
-        screened = [_unchanged_without_fixer(path, strategy, instrument) if screen or instrument else None for path in files]
+        if instrument:
+            screened = [_left_by_instrument(path) for path in files]
+        else:
+            screened = [_unchanged_without_fixer(path, strategy) if screen else None for path in files]
     except KeyboardInterrupt:  # nothing was written yet
         report.interrupted = True
         return report
