@@ -39,5 +39,5 @@ mod renames;
 pub use backend::{Request, Status};
 pub use gradients::{check_gradients, GradientReport};
 pub use parity::{Outputs, Parity, Summary};
-pub use recorder::{is_recording, record};
+pub use recorder::{is_recording, record, recorded};
 pub use renames::Renames;

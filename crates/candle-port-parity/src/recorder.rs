@@ -44,6 +44,27 @@ pub fn record(name: impl AsRef<str>, tensor: &Tensor) {
     });
 }
 
+/// Passes a forward's result through, recording an `Ok` tensor as the output of the torch module
+/// `name` ([`record`]). `port-fix --instrument` wraps each forward's value in it, with the
+/// VarBuilder prefix the module was built with as `name`. An empty name (the root, built from
+/// the VarBuilder itself) records nothing: torch's outputs are compared already. The name comes
+/// second, so a `&mut self` forward's own borrows end before it is read.
+///
+/// ```
+/// use candle_core::{Device, Tensor};
+/// let xs = Tensor::zeros((1, 4), candle_core::DType::F32, &Device::Cpu)?;
+/// let ys = candle_port_parity::recorded(xs.relu(), "encoder.layer.0")?; // a no-op here
+/// # Ok::<(), candle_core::Error>(())
+/// ```
+pub fn recorded<E>(out: Result<Tensor, E>, name: impl AsRef<str>) -> Result<Tensor, E> {
+    if let Ok(tensor) = &out {
+        if !name.as_ref().is_empty() {
+            record(name, tensor);
+        }
+    }
+    out
+}
+
 /// Whether [`record`] keeps what it is given on this thread (a port may skip building a tensor
 /// it records only for the check).
 ///
@@ -81,6 +102,14 @@ mod tests {
         });
         let names: Vec<_> = kept.iter().map(|(n, _)| n.as_str()).collect();
         assert_eq!(names, ["block", "block#2", "head"]);
+        let ((), kept) = recording(|| {
+            let ok: Result<Tensor, ()> = Ok(t.clone());
+            assert!(recorded(ok, "mlp").is_ok());
+            assert!(recorded(Err::<Tensor, _>(()), "mlp").is_err());
+            assert!(recorded(Ok::<_, ()>(t.clone()), "").is_ok());
+        });
+        let names: Vec<_> = kept.iter().map(|(n, _)| n.as_str()).collect();
+        assert_eq!(names, ["mlp"]);
         assert!(!is_recording());
     }
 }

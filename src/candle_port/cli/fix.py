@@ -85,6 +85,25 @@ def fix_command(
             rich_help_panel=common.CONFIGURATION,
         ),
     ] = None,
+    instrument: Annotated[
+        bool,
+        typer.Option(
+            "--instrument",
+            help="Rust only, instead of the fixes: make each candle module's forward record its output under its torch name "
+            "(the VarBuilder prefix it was built with), so `candle-port compare` names the first module that diverges. "
+            "The crate gets candle-port-parity.",
+            rich_help_panel=common.CONFIGURATION,
+        ),
+    ] = False,
+    parity_crate: Annotated[
+        Optional[str],
+        typer.Option(
+            "--parity-crate",
+            help="With --instrument: where the crate gets candle-port-parity, a directory (a path dependency) or a version requirement. "
+            "Default: this installation's crates/candle-port-parity when it has one, else its version.",
+            rich_help_panel=common.CONFIGURATION,
+        ),
+    ] = None,
     include_untrained: Annotated[
         bool,
         typer.Option("--include-untrained", help="Also rewrite sites on no training path (a method of a class that is no nn.Module or loss; left alone by default).", rich_help_panel=common.CONFIGURATION),
@@ -97,13 +116,17 @@ def fix_command(
     paths = paths or ["."]
     settings = common.effective_config(config, paths, select, ignore).with_options(include_no_grad=include_no_grad or None, include_untrained=include_untrained or None)
     chosen = strategy.value if strategy is not None else settings.strategy
+    if instrument and strategy is not None:
+        common.fail_usage("--instrument rewrites Rust only and takes no --strategy")
+    if parity_crate is not None and not instrument:
+        common.fail_usage("--parity-crate goes with --instrument")
     write = not (diff or check)
     from candle_port.rewriters.files import fix_files, unified_diff
 
     if "-" in paths:
         if len(paths) > 1:
             common.fail_usage("'-' (stdin) cannot be combined with other paths")
-        report = _fix_stdin(stdin_filename or "<stdin>", chosen, settings, vendor)
+        report = _fix_stdin(stdin_filename or "<stdin>", chosen, settings, vendor, instrument)
         result = report.results[0] if report.results else None
         if vendor is not None and chosen != "nearest" and write and result is not None and result.changed:
             report.vendored = _write_vendored(vendor)  # before the text that imports it is emitted
@@ -126,7 +149,8 @@ def fix_command(
         try:
             try:
                 report = fix_files(
-                    paths, chosen, settings, write=write, vendor=vendor, jobs=jobs, force_read_only=force_read_only, ops_crate=ops_crate
+                    paths, chosen, settings, write=write, vendor=vendor, jobs=jobs, force_read_only=force_read_only, ops_crate=ops_crate,
+                    instrument=instrument, parity_crate=parity_crate,
                 )
             except (OSError, VendorError, WriteFailed, WriteRefused) as exc:
                 reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
@@ -135,10 +159,10 @@ def fix_command(
             if diff:
                 for result in report.changed:
                     sys.stdout.write(unified_diff(result))
-            _report(report, chosen, output_format, quiet, write, check)
+            _report(report, "instrument" if instrument else chosen, output_format, quiet, write, check)
         finally:
             stop.restore()
-    _report(report, chosen, output_format, quiet, write, check, stdin=True)
+    _report(report, "instrument" if instrument else chosen, output_format, quiet, write, check, stdin=True)
 
 
 def _report(report, chosen: str, output_format, quiet: bool, write: bool, check: bool, stdin: bool = False) -> None:
@@ -237,7 +261,7 @@ def _write_vendored(vendor: Path) -> str:
         common.fail_usage(f"cannot write the vendored runtime, nothing was emitted: {reason}")
 
 
-def _fix_stdin(filename: str, strategy: str, settings, vendor: Optional[Path]):
+def _fix_stdin(filename: str, strategy: str, settings, vendor: Optional[Path], instrument: bool = False):
     from candle_port.rewriters.files import fix_stdin
 
     module_name = None
@@ -246,7 +270,7 @@ def _fix_stdin(filename: str, strategy: str, settings, vendor: Optional[Path]):
 
         module_name = vendored_module_name(vendor)
     # Parsed in a worker, like a file: a parser crash is the input's one-line error, not this process's end.
-    return fix_stdin(common.read_stdin_bytes(), filename, strategy, settings, module_name)
+    return fix_stdin(common.read_stdin_bytes(), filename, strategy, settings, module_name, instrument)
 
 
 def _summarize(report, strategy: str, output_format: SummaryFormat, quiet: bool, write: bool, stdin: bool) -> None:

@@ -87,11 +87,15 @@ def fix_file(
     vendored_module: str | None,
     policy: WritePolicy = WritePolicy(),
     untrained: dict | None = None,
+    instrument: bool = False,
 ) -> FixResult | FileError:
     """Fix one file; write it back through writeback when `write` and something changed.
-    `untrained`: (line, column) -> why, the sites the project index puts on no training path."""
+    `untrained`: (line, column) -> why, the sites the project index puts on no training path.
+    `instrument`: port-fix --instrument, Rust only (rust/instrument.py); Python files are left."""
     if path.endswith(".rs"):
-        return _fix_rust_file(path, config, write, policy)
+        return _fix_rust_file(path, config, write, policy, instrument)
+    if instrument:
+        return FixResult(path, "instrument", "", "")
     try:
         snapshot = take_snapshot(path)
         source = decode_source(snapshot.data)
@@ -119,8 +123,8 @@ def fix_file(
     return result
 
 
-def _fix_rust_file(path: str, config: Config, write: bool, policy: WritePolicy) -> FixResult | FileError:
-    """fix_file for a Rust file (candle_port.rust.fixer): UTF-8, its BOM kept."""
+def _fix_rust_file(path: str, config: Config, write: bool, policy: WritePolicy, instrument: bool = False) -> FixResult | FileError:
+    """fix_file for a Rust file (candle_port.rust.fixer, or rust/instrument.py): UTF-8, its BOM kept."""
     import codecs
 
     from candle_port.rust.cargo import context_for
@@ -132,14 +136,21 @@ def _fix_rust_file(path: str, config: Config, write: bool, policy: WritePolicy) 
     except (SourceError, RustSourceError) as exc:
         return FileError(path, str(exc))
     text = data.decode("utf-8")
-    from candle_port.rust.sites import may_hold_sites as rust_may_hold_sites
-
-    if not rust_may_hold_sites(text):
-        return FixResult(path, "rust", text, text)
-    from candle_port.rust.fixer import fix_rust_text
-
     context = context_for(path, config.candle_version)
-    result = isolated(path, lambda: fix_rust_text(text, path, config, context))
+    if instrument:
+        from candle_port.rust.instrument import instrument_rust_text, may_hold_forwards
+
+        if not may_hold_forwards(text):
+            return FixResult(path, "instrument", text, text)
+        result = isolated(path, lambda: instrument_rust_text(text, path, dict(context.renames)))
+    else:
+        from candle_port.rust.sites import may_hold_sites as rust_may_hold_sites
+
+        if not rust_may_hold_sites(text):
+            return FixResult(path, "rust", text, text)
+        from candle_port.rust.fixer import fix_rust_text
+
+        result = isolated(path, lambda: fix_rust_text(text, path, config, context))
     if isinstance(result, FileError):
         return result
     if result.error is not None:
@@ -188,6 +199,11 @@ def _unchanged(path: str, strategy: str, text: str) -> FixResult | None:
     return None
 
 
+def _left_by_instrument(path: str) -> FixResult | None:
+    """--instrument is for Rust only: a Python file is left, unread."""
+    return None if path.endswith(".rs") else FixResult(path, "instrument", "", "")
+
+
 def _unchanged_without_fixer(path: str, strategy: str) -> FixResult | None:
     if path.endswith(".rs"):
         return None  # its own screen runs in _fix_rust_file
@@ -214,8 +230,8 @@ def _in_file_order(screened: list, outcomes: list) -> list:
 
 
 def _fix_chunk(args) -> list:
-    paths, strategy, config, write, vendored_module, policy, untrained = args
-    return [fix_file(p, strategy, config, write, vendored_module, policy, untrained.get(p)) for p in paths]
+    paths, strategy, config, write, vendored_module, policy, untrained, instrument = args
+    return [fix_file(p, strategy, config, write, vendored_module, policy, untrained.get(p), instrument) for p in paths]
 
 
 def _untrained_sites(files: list[str], config: Config) -> dict:
@@ -245,6 +261,8 @@ def fix_files(
     jobs: int | None = None,
     force_read_only: bool = False,
     ops_crate: str | None = None,
+    instrument: bool = False,
+    parity_crate: str | None = None,
 ) -> FixReport:
     """Fix every Python file under `paths` with `strategy` (default: the config's), and every Rust
     file (candle_port.rust.fixer; the strategy is Python's).
@@ -254,6 +272,8 @@ def fix_files(
     nearest strategy, which imports nothing); it is written, atomically, before any other file.
     `force_read_only`: rewrite read-only files too (they stay read-only). `ops_crate`: where a
     Rust crate whose rewrite calls candle-port-ops gets it (rust/ops_dependency.py).
+    `instrument`: instead of all that, make each Rust forward record its output under its torch
+    name (rust/instrument.py); each crate changed gets candle-port-parity (from `parity_crate`).
     """
     config = config or Config()
     strategy = strategy or config.strategy
@@ -282,7 +302,10 @@ def fix_files(
         # A run on one worker (a few files: pre-commit) reads them here first; a parallel run
         # reads every file in its workers, on every core.
         screen = not runs_in_parallel(len(files), jobs)
-        screened = [_unchanged_without_fixer(path, strategy) if screen else None for path in files]
+        if instrument:
+            screened = [_left_by_instrument(path) for path in files]
+        else:
+            screened = [_unchanged_without_fixer(path, strategy) if screen else None for path in files]
     except KeyboardInterrupt:  # nothing was written yet
         report.interrupted = True
         return report
@@ -292,7 +315,7 @@ def fix_files(
         import candle_port.rewriters.fixer  # noqa: F401 - once here, inherited by every forked worker
 
         try:
-            untrained = {} if config.include_untrained or len(files) < 2 else _untrained_sites(files, config)
+            untrained = {} if config.include_untrained or instrument or len(files) < 2 else _untrained_sites(files, config)
         except KeyboardInterrupt:  # nothing was written yet
             report.interrupted = True
             return report
@@ -302,7 +325,7 @@ def fix_files(
         try:
             # A progress callback makes a one-process run go file by file, so an interrupt keeps every finished result.
             outcomes = map_files(
-                _fix_chunk, todo, (strategy, config, write, vendored_module, policy, untrained), jobs, lambda _: None, on_crash=_worker_died,
+                _fix_chunk, todo, (strategy, config, write, vendored_module, policy, untrained, instrument), jobs, lambda _: None, on_crash=_worker_died,
                 per_file=True, recover=_written if write else None,
             )
         except Interrupted as stop:
@@ -324,22 +347,27 @@ def fix_files(
             report.results.append(outcome)
     if not report.interrupted:
         _add_ops_dependencies(report, ops_crate, write, force_read_only)
+        _add_ops_dependencies(report, parity_crate, write, force_read_only, parity=True)
     return report
 
 
-def _add_ops_dependencies(report: FixReport, ops_crate: str | None, write: bool, force_read_only: bool) -> None:
-    """Each crate whose Rust rewrites call candle-port-ops gets the dependency in its Cargo.toml
-    (in this process, once per manifest, after every file: workers never edit a shared file)."""
-    wanted = [r for r in report.results if r.needs_ops_crate]
+def _add_ops_dependencies(report: FixReport, ops_crate: str | None, write: bool, force_read_only: bool, parity: bool = False) -> None:
+    """Each crate whose Rust rewrites call candle-port-ops (`parity`: candle-port-parity) gets the
+    dependency in its Cargo.toml (in this process, once per manifest, after every file: workers
+    never edit a shared file)."""
+    wanted = [r for r in report.results if (r.needs_parity_crate if parity else r.needs_ops_crate)]
     if not wanted:
         return
     from candle_port.rust.cargo import find_manifest
-    from candle_port.rust.ops_dependency import NAME, manifest_edit
+    from candle_port.rust import ops_dependency
+    from candle_port.rust.ops_dependency import manifest_edit
+
+    NAME = ops_dependency.PARITY if parity else ops_dependency.NAME
 
     manifests = sorted({m for m in (find_manifest(os.path.dirname(os.path.abspath(r.path))) for r in wanted) if m})
     for manifest in manifests:
         shown = os.path.relpath(manifest) if not os.path.isabs(wanted[0].path) else manifest
-        edit = manifest_edit(manifest, ops_crate)
+        edit = manifest_edit(manifest, ops_crate, NAME)
         if edit is None:
             continue
         if isinstance(edit, str):
@@ -371,7 +399,8 @@ def _fix_source(text: str, strategy: str, path: str, config: Config, vendored_mo
     return result
 
 
-def fix_stdin(data: bytes, filename: str, strategy: str, config: Config, vendored_module: str | None = None) -> FixReport:
+def fix_stdin(data: bytes, filename: str, strategy: str, config: Config, vendored_module: str | None = None,
+              instrument: bool = False) -> FixReport:
     """Fix source read from stdin, parsed in a worker under the same limits as a file's.
 
     A crash, abort or runaway in the parser becomes `filename`'s one-line error with its cause;
@@ -379,7 +408,7 @@ def fix_stdin(data: bytes, filename: str, strategy: str, config: Config, vendore
     """
     report = FixReport(files_seen=1, raw_input=data)
     if filename.endswith(".rs"):
-        return _fix_rust_stdin(report, data, filename, config)
+        return _fix_rust_stdin(report, data, filename, config, instrument)
     try:
         source = decode_source(data)
     except SourceError as exc:
@@ -397,7 +426,7 @@ def fix_stdin(data: bytes, filename: str, strategy: str, config: Config, vendore
     return report
 
 
-def _fix_rust_stdin(report: FixReport, data: bytes, filename: str, config: Config) -> FixReport:
+def _fix_rust_stdin(report: FixReport, data: bytes, filename: str, config: Config, instrument: bool = False) -> FixReport:
     from candle_port.pipeline.sources import SourceText
     from candle_port.rust.cargo import context_for
     from candle_port.rust.checker import RustSourceError, decode_rust
@@ -411,7 +440,13 @@ def _fix_rust_stdin(report: FixReport, data: bytes, filename: str, config: Confi
     import codecs
 
     report.stdin_source = SourceText(text, "utf-8", data.startswith(codecs.BOM_UTF8))
-    outcome = isolated(filename, lambda: fix_rust_text(text, filename, config, context_for(filename, config.candle_version)))
+    context = context_for(filename, config.candle_version)
+    if instrument:
+        from candle_port.rust.instrument import instrument_rust_text
+
+        outcome = isolated(filename, lambda: instrument_rust_text(text, filename, dict(context.renames)))
+    else:
+        outcome = isolated(filename, lambda: fix_rust_text(text, filename, config, context))
     if isinstance(outcome, FixResult) and outcome.error is not None:
         outcome = outcome.error
     if isinstance(outcome, FileError):

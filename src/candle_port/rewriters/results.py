@@ -65,6 +65,7 @@ class FixResult:
     import_added: str | None = None
     imports_removed: list[str] = field(default_factory=list)  # names whose torch import the fix left unused
     needs_ops_crate: bool = False  # a Rust rewrite calls candle-port-ops: its crate needs the dependency
+    needs_parity_crate: bool = False  # port-fix --instrument calls candle-port-parity: likewise
 
     @property
     def changed(self) -> bool:

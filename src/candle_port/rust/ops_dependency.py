@@ -1,4 +1,5 @@
-"""Give a crate the candle-port-ops dependency that port-fix's Rust rewrites call.
+"""Give a crate the candle-port-ops dependency that port-fix's Rust rewrites call (or, for
+`port-fix --instrument`, candle-port-parity: `name`).
 
 The manifest's text gets one line at the end of its `[dependencies]` table (the table is added
 when missing); nothing else in the file moves. Where the crate comes from: `--ops-crate` (a
@@ -15,35 +16,36 @@ import re
 from candle_port import __version__
 
 NAME = "candle-port-ops"
+PARITY = "candle-port-parity"
 _HEADER = re.compile(r"^\s*\[([^\[\]]+)\]\s*(#.*)?$")
 
 
-def bundled_crate() -> str | None:
-    """This installation's crates/candle-port-ops, when it ships with the source tree."""
+def bundled_crate(name: str = NAME) -> str | None:
+    """This installation's crates/<name>, when it ships with the source tree."""
     root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-    candidate = os.path.join(os.path.dirname(root), "crates", NAME)
+    candidate = os.path.join(os.path.dirname(root), "crates", name)
     return candidate if os.path.isfile(os.path.join(candidate, "Cargo.toml")) else None
 
 
-def dependency_line(manifest: str, spec: str | None) -> str:
+def dependency_line(manifest: str, spec: str | None, name: str = NAME) -> str:
     """`candle-port-ops = ...` for `manifest` (see the module's docstring for `spec`)."""
     if spec is None:
-        spec = bundled_crate() or f"={__version__}"
+        spec = bundled_crate(name) or f"={__version__}"
     if os.path.isdir(spec):
         relative = os.path.relpath(os.path.abspath(spec), os.path.dirname(os.path.abspath(manifest)))
-        return f'{NAME} = {{ path = "{relative.replace(os.sep, "/")}" }}'
-    return f'{NAME} = "{spec}"'
+        return f'{name} = {{ path = "{relative.replace(os.sep, "/")}" }}'
+    return f'{name} = "{spec}"'
 
 
-def has_dependency(data: dict) -> bool:
+def has_dependency(data: dict, name: str = NAME) -> bool:
     from candle_port.rust.cargo import _dependency_tables
 
     for table in _dependency_tables(data):
         if not isinstance(table, dict):
             continue
-        for name, value in table.items():
-            package = value.get("package", name) if isinstance(value, dict) else name
-            if package == NAME:
+        for key, value in table.items():
+            package = value.get("package", key) if isinstance(value, dict) else key
+            if package == name:
                 return True
     return False
 
@@ -73,7 +75,7 @@ def with_dependency(text: str, line: str) -> str:
     return body + newline + "[dependencies]" + newline + line + newline
 
 
-def manifest_edit(manifest: str, spec: str | None) -> tuple[str, str] | str | None:
+def manifest_edit(manifest: str, spec: str | None, name: str = NAME) -> tuple[str, str] | str | None:
     """(old text, new text) of `manifest` with the dependency; None when it has it; a string:
     why the manifest cannot be edited."""
     import tomllib
@@ -84,13 +86,14 @@ def manifest_edit(manifest: str, spec: str | None) -> tuple[str, str] | str | No
         text = raw.decode("utf-8")
         data = tomllib.loads(text)
     except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
-        return f"cannot read it to add {NAME}: {exc}"
-    if has_dependency(data):
+        return f"cannot read it to add {name}: {exc}"
+    if has_dependency(data, name):
         return None
-    new = with_dependency(text, dependency_line(manifest, spec))
+    line = dependency_line(manifest, spec, name)
+    new = with_dependency(text, line)
     try:
-        if not has_dependency(tomllib.loads(new)):
-            return f"could not add {NAME} to it; add `{dependency_line(manifest, spec)}` by hand"
+        if not has_dependency(tomllib.loads(new), name):
+            return f"could not add {name} to it; add `{line}` by hand"
     except tomllib.TOMLDecodeError:
-        return f"could not add {NAME} to it; add `{dependency_line(manifest, spec)}` by hand"
+        return f"could not add {name} to it; add `{line}` by hand"
     return text, new
