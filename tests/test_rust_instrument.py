@@ -89,7 +89,7 @@ LEFT_ALONE = [
                  "fn forward(&self, xs: &Tensor) -> Result<Tensor> { Ok(xs.clone()) } }\n",
                  "has public fields", id="public-fields"),
     pytest.param("impl Module for Other { fn forward(&self, xs: &Tensor) -> Result<Tensor> { Ok(xs.clone()) } }\n",
-                 "not a struct defined in this file", id="defined-elsewhere"),
+                 "not a struct defined in this module of this file", id="defined-elsewhere"),
 ]
 
 

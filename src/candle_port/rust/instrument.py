@@ -41,6 +41,8 @@ FORWARDS = ("forward", "forward_t")
 TRAITS = ("Module", "ModuleT")
 _SCOPES = ("closure_expression", "function_item", "async_block")  # a `return` inside is not the forward's
 _COMMENTS = ("line_comment", "block_comment")
+# Tail macros that never return: wrapping them would be unreachable code.
+_DIVERGING = (b"bail!", b"candle::bail!", b"candle_core::bail!", b"todo!", b"unimplemented!", b"panic!", b"unreachable!")
 
 
 def may_hold_forwards(text: str) -> bool:
@@ -61,10 +63,11 @@ def instrument_rust_text(text: str, path: str, renames: dict[str, str] | None = 
         result.error = tree
         return result
     root = tree.root_node
-    structs = {_name(n): n for n in _walk(root) if n.type == "struct_item" and _name(n)}
+    # Keyed by (module path inside the file, name): inline `mod`s may each define a `Model`.
+    structs = {(_module_path(n), _name(n)): n for n in _walk(root) if n.type == "struct_item" and _name(n)}
     nn_builder = _candle_nn_var_builder(root, renames or {})
     edits: list[tuple[int, int, bytes]] = []
-    ready: dict[str, str | None] = {}  # struct -> None when it will carry the field, else why not
+    ready: dict[tuple, str | None] = {}  # struct -> None when it will carry the field, else why not
     prepared: set[int] = set()  # the builders given `let parity_name = vb.prefix();`
     for impl in (n for n in _walk(root) if n.type == "impl_item"):
         owner = _type_name(impl.child_by_field_name("type"))
@@ -78,10 +81,11 @@ def instrument_rust_text(text: str, path: str, renames: dict[str, str] | None = 
             line, column = fn.start_point[0] + 1, fn.start_point[1] + 1
             shown = f"{owner}::{_name(fn)}"
             why = _forward_shape(fn, data)
-            if why is None and owner not in ready:
-                ready[owner] = _struct_edits(owner, structs.get(owner), root, data, nn_builder, edits, prepared)
+            key = (_module_path(impl), owner)
+            if why is None and key not in ready:
+                ready[key] = _struct_edits(key, structs, root, data, nn_builder, edits, prepared)
             if why is None:
-                why = ready[owner] or None  # "": the struct has the field already
+                why = ready[key] or None  # "": the struct has the field already
             if why == "":
                 continue  # records already
             if why is not None:
@@ -218,10 +222,17 @@ def _tail(block):
         if last.children and last.children[-1].type == ";":
             return None
         inner = [c for c in last.named_children if c.type not in _COMMENTS]
-        return inner[0] if len(inner) == 1 else None  # a trailing if/match/block
-    if last.type in ("let_declaration", "empty_statement") or last.type.endswith("_item") or last.type == "macro_invocation" and last.text.startswith((b"bail!", b"candle::bail!")):
+        last = inner[0] if len(inner) == 1 else None  # a trailing if/match/block
+        if last is None:
+            return None
+    if last.type in ("let_declaration", "empty_statement") or last.type.endswith("_item") or _diverges(last):
         return None
     return last
+
+
+def _diverges(node) -> bool:
+    """A macro that never returns (`todo!()`, `bail!(..)`): there is no value to record."""
+    return node.type == "macro_invocation" and node.text.startswith(_DIVERGING)
 
 
 def _forward_edits(fn, data: bytes):
@@ -237,11 +248,13 @@ def _forward_edits(fn, data: bytes):
     return out or None
 
 
-def _struct_edits(owner: str, struct, root, data: bytes, nn_builder: bool, edits: list, prepared: set) -> str | None:
-    """Give struct `owner` the field and each of its constructors the prefix (edits appended);
-    None when done, "" when it has the field already, else why it cannot be."""
+def _struct_edits(key: tuple, structs: dict, root, data: bytes, nn_builder: bool, edits: list, prepared: set) -> str | None:
+    """Give struct `key` (module path, name) the field and each of its constructors the prefix
+    (edits appended); None when done, "" when it has the field already, else why it cannot be."""
+    scope, owner = key
+    struct = structs.get(key)
     if struct is None:
-        return f"{owner} is not a struct defined in this file"
+        return f"{owner} is not a struct defined in this module of this file"
     fields = struct.child_by_field_name("body")
     if fields is None or fields.type != "field_declaration_list":
         return f"{owner} has no named fields"
@@ -253,7 +266,16 @@ def _struct_edits(owner: str, struct, root, data: bytes, nn_builder: bool, edits
     public = any(c.type == "visibility_modifier" for c in struct.children)
     if public and any(any(c.type == "visibility_modifier" for c in f.children) for f in declared):
         return f"{owner} has public fields: code in other files may build it without the new field"
-    literals = [n for n in _walk(root) if n.type == "struct_expression" and _literal_of(n) == owner]
+    literals = []
+    homes = {k[0] for k in structs if k[1] == owner}  # the modules of this file defining the name
+    for literal in (n for n in _walk(root) if n.type == "struct_expression" and _literal_of(n) == owner):
+        here = _module_path(literal)
+        if here == scope:
+            literals.append(literal)
+        elif here not in homes:
+            # Built by a path from another module (`gpt::Block { .. }`): which struct is it?
+            where = literal.start_point[0] + 1
+            return f"{owner} is also built at line {where} in another module of this file"
     if not literals:
         return f"{owner} is never built in this file"
     builders: dict[int, tuple] = {}
@@ -277,6 +299,17 @@ def _struct_edits(owner: str, struct, root, data: bytes, nn_builder: bool, edits
     edits.extend(pending)
     prepared.update(fn.child_by_field_name("body").start_byte for fn, _ in builders.values())
     return None
+
+
+def _module_path(node) -> tuple:
+    """The names of the inline `mod` items around `node`, outermost first."""
+    names = []
+    current = node.parent
+    while current is not None:
+        if current.type == "mod_item":
+            names.append(_name(current) or "")
+        current = current.parent
+    return tuple(reversed(names))
 
 
 def _derives_copy(struct) -> bool:
