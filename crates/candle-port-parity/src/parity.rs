@@ -261,9 +261,14 @@ impl Parity {
         let (outputs, recorded) = recording(|| forward(&self.inputs));
         let mut tensors: HashMap<String, Tensor> = HashMap::new();
         let mut summary = self.empty_summary()?;
-        let recorded_names: Vec<String> = recorded.iter().map(|(n, _)| n.clone()).collect();
+        // Recorded under the port's names (a VarBuilder prefix, say): the rename rules that
+        // serve torch's weights map them back to torch's module names.
+        let renames = Renames::new(&self.manifest.renames)?;
+        let mut recorded_names = Vec::with_capacity(recorded.len());
         for (name, t) in recorded {
+            let name = module_to_torch(&renames, &name);
             tensors.insert(format!("module:{name}"), t.detach().contiguous()?);
+            recorded_names.push(name);
         }
         let mut output_names = Vec::new();
         let mut gradient_names = Vec::new();
@@ -427,5 +432,43 @@ impl Parity {
             .collect();
         names.sort();
         Ok(names)
+    }
+}
+
+/// A module's torch name from the port's, by the weights' rename rules. Rules are written for
+/// parameter names (`encoder.layer.{i}.=encoder.layers.{i}.`), so the module name is matched with
+/// a trailing dot, which is then dropped again.
+fn module_to_torch(renames: &Renames, name: &str) -> String {
+    let torch = renames.to_torch(&format!("{name}."));
+    match torch.strip_suffix('.') {
+        Some(stripped) => stripped.to_string(),
+        None => renames.to_torch(name),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn recorded_module_names_go_through_the_weights_rename_rules() {
+        let rules = vec![
+            (
+                "encoder.layer.{i}.".to_string(),
+                "encoder.layers.{i}.".to_string(),
+            ),
+            ("vit.embeddings.".to_string(), "patch_embed.".to_string()),
+        ];
+        let renames = Renames::new(&rules).unwrap();
+        assert_eq!(
+            module_to_torch(&renames, "encoder.layers.3"),
+            "encoder.layer.3"
+        );
+        assert_eq!(
+            module_to_torch(&renames, "encoder.layers.3.attention"),
+            "encoder.layer.3.attention"
+        );
+        assert_eq!(module_to_torch(&renames, "patch_embed"), "vit.embeddings");
+        assert_eq!(module_to_torch(&renames, "head"), "head");
     }
 }
