@@ -1175,3 +1175,25 @@ fn gelu_erf_gradient_uses_a_six_digit_constant() -> Result<()> {
     );
     Ok(())
 }
+
+/// The tanh-approximated `gelu` backward has six-digit constants too (`0.797885` for
+/// sqrt(2 / pi), `0.0356774`, `0.0535161`, `0.398942`), while its forward uses exact ones: in f64
+/// the gradient at x = 1 is 1.6e-7 off the forward's own derivative (a central difference,
+/// accurate to 1e-10 here).
+#[test]
+fn gelu_tanh_gradient_is_off_its_forward_by_its_constants() -> Result<()> {
+    let at = |v: f64| -> Result<f64> {
+        Tensor::new(&[v], &Device::Cpu)?
+            .gelu()?
+            .to_vec1::<f64>()
+            .map(|y| y[0])
+    };
+    let h = 1e-5;
+    let numeric = (at(1.0 + h)? - at(1.0 - h)?) / (2.0 * h);
+    let x = Var::from_tensor(&Tensor::new(&[1.0f64], &Device::Cpu)?)?;
+    let ones = Tensor::ones(1, DType::F64, &Device::Cpu)?;
+    let g = grad_of(&x, &x.as_tensor().gelu()?, &ones)?.expect("gelu has a backward");
+    let off = (g.to_vec1::<f64>()?[0] - numeric).abs();
+    assert!(off > 1e-8 && off < 1e-6, "off by {off:e}");
+    Ok(())
+}
