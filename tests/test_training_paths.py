@@ -255,3 +255,16 @@ def test_a_plain_class_named_only_by_plain_classes_of_other_modules_bases(tmp_pa
     (pkg / "base.py").write_text(f"import torch.nn.functional as F\n\n\ndef helper(x):\n    return {BILINEAR}\n\n\n" + MODULE_BASE)
     found = {Path(f.path).name: f.severity.value for f in check_paths([str(pkg)], Config(), jobs=1).findings}
     assert found == {"attention.py": "error", "base.py": "error"}
+
+
+def test_port_fix_with_a_warm_cache_still_leaves_the_site_alone(tmp_path):
+    """port-fix asks port-check, whose cache did not keep a finding's `untrained` (before: the
+    second run rewrote the predictor's resize). The cache keeps the condition now."""
+    from candle_port.api import fix_paths
+
+    pkg = _predictor_tree(tmp_path, PLAIN_BASE)
+    config = Config(cache_dir=str(tmp_path / "cache"))
+    for _ in range(2):
+        report = fix_paths([str(pkg)], config=config, write=False)
+        (result,) = [r for r in report.results if r.path.endswith("predict.py")]
+        assert not result.fixed and [s.reason.split(":")[0] for s in result.skipped] == ["not on a training path"]
