@@ -100,3 +100,32 @@ def test_checker_fingerprint_covers_the_rules_but_not_the_runtime(tmp_path, monk
     assert cache_module.checker_fingerprint() == first
     (package / "rules" / "cp1.py").write_text("changed")
     assert cache_module.checker_fingerprint() != first
+
+
+def test_key_depends_on_the_entry_layout(monkeypatch):
+    """An entry written before findings kept their training condition (cache.SCHEMA) is never
+    read: it would hold a verdict made with an older project index."""
+    import candle_port.pipeline.cache as cache_module
+
+    before = ResultCache("c", Config().fingerprint()).key("m.py", b"x")
+    monkeypatch.setattr(cache_module, "SCHEMA", cache_module.SCHEMA - 1)
+    assert ResultCache("c", Config().fingerprint()).key("m.py", b"x") != before
+
+
+def test_a_malformed_training_condition_is_a_miss(tmp_path):
+    import json
+
+    (tmp_path / "m.py").write_text(
+        "import torch.nn.functional as F\nfrom base import Base\n\n\n"
+        "class P(Base):\n    def run(self, x):\n        return F.interpolate(x, scale_factor=2, mode='bilinear')\n"
+    )
+    cache = tmp_path / "cache"
+    first = _codes(check_paths([str(tmp_path)], Config(), cache_dir=str(cache)))
+    entries = [e for e in cache.rglob("*.json") if json.loads(e.read_text())["untrained_if"]]
+    assert len(entries) == 1
+    for bad in ([[5, "why", [], []]], [[0, "why", "Base", []]], [[True, "why", [], []]], "x", [[0, "why", [], [1]]]):
+        raw = json.loads(entries[0].read_text())
+        raw["untrained_if"] = bad
+        entries[0].write_text(json.dumps(raw))
+        assert ResultCache(cache, Config().fingerprint()).get(entries[0].stem) is None
+    assert _codes(check_paths([str(tmp_path)], Config(), cache_dir=str(cache))) == first

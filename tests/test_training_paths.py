@@ -161,3 +161,110 @@ def test_a_plain_class_an_nn_module_constructs_may_train():
         "        self.processor = AttnProcessor()\n"
     )
     assert [severity for severity, _ in _severity(body)] == ["error"]
+
+
+def _predictor_tree(tmp_path, base: str) -> Path:
+    pkg = tmp_path / "pkg"
+    pkg.mkdir(exist_ok=True)
+    (pkg / "__init__.py").write_text("")
+    (pkg / "base.py").write_text(base)
+    (pkg / "predict.py").write_text(
+        "import torch.nn.functional as F\n\nfrom pkg.base import BasePredictor\n\n\n"
+        f"class Predictor(BasePredictor):\n    def postprocess(self, x):\n        return {BILINEAR}\n"
+    )
+    return pkg
+
+
+PLAIN_BASE = "class BasePredictor:\n    pass\n"
+MODULE_BASE = "from torch import nn\n\n\nclass BasePredictor(nn.Module):\n    pass\n"
+
+
+def _verdicts(pkg: Path, cache: Path) -> list[tuple[str, str, bool]]:
+    report = check_paths([str(pkg)], Config(), cache_dir=str(cache), jobs=1)
+    return [(Path(f.path).name, f.severity.value, "not on a training path" in f.message) for f in report.findings]
+
+
+@pytest.mark.parametrize(
+    ("first", "then", "verdict"),
+    [
+        pytest.param(PLAIN_BASE, MODULE_BASE, ("error", False), id="plain-base-becomes-a-module"),
+        pytest.param(MODULE_BASE, PLAIN_BASE, ("warning", True), id="module-base-becomes-plain"),
+    ],
+)
+def test_a_cached_file_follows_its_base_class_edited_in_another_file(tmp_path, monkeypatch, first, then, verdict):
+    """The cache keeps what decides predict.py's verdict (its base's qualified name), not the
+    verdict: each run decides with its own index, so editing base.py alone flips it, and
+    predict.py is answered from the cache, not checked again."""
+    pkg = _predictor_tree(tmp_path, first)
+    cache = tmp_path / "cache"
+    before = _verdicts(pkg, cache)
+    assert before == [("predict.py", "warning" if first == PLAIN_BASE else "error", first == PLAIN_BASE)]
+    assert _verdicts(pkg, cache) == before  # warm
+
+    import candle_port.pipeline.checker as checker
+
+    real = checker.check_text
+
+    def not_predict(text, path, *args, **kwargs):
+        assert not path.endswith("predict.py"), "predict.py was checked again"
+        return real(text, path, *args, **kwargs)
+
+    monkeypatch.setattr(checker, "check_text", not_predict)
+    (pkg / "base.py").write_text(then)
+    assert _verdicts(pkg, cache) == [("predict.py", *verdict)]
+    (pkg / "base.py").write_text(first)
+    assert _verdicts(pkg, cache) == before
+
+
+def test_the_verdict_is_the_same_with_and_without_the_cache(tmp_path):
+    """A file whose class is named by another class of its module (diffusers' processors): the
+    decision reads that class's bases in another module, with the cache cold, warm or absent."""
+    pkg = tmp_path / "pkg"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text("")
+    (pkg / "base.py").write_text(PLAIN_BASE)
+    (pkg / "attention.py").write_text(
+        "import torch.nn.functional as F\n\nfrom pkg.base import BasePredictor\n\n\n"
+        f"class Processor(BasePredictor):\n    def __call__(self, x):\n        return {BILINEAR}\n\n\n"
+        "class Attention(BasePredictor):\n    def __init__(self):\n        self.processor = Processor()\n"
+    )
+    cache = tmp_path / "cache"
+    plain = [("attention.py", "warning", True)]
+    assert _verdicts(pkg, cache) == plain
+    assert _verdicts(pkg, cache) == plain
+    assert [(Path(f.path).name, f.severity.value) for f in check_paths([str(pkg)], Config(), jobs=1).findings] == [("attention.py", "warning")]
+    (pkg / "base.py").write_text(MODULE_BASE)  # both classes are nn.Modules now
+    assert _verdicts(pkg, cache) == [("attention.py", "error", False)]
+
+
+def test_a_plain_class_named_only_by_plain_classes_of_other_modules_bases(tmp_path):
+    """Processor is baseless and named by Attention, whose base is a plain class in another module:
+    no class that trains names it. Decided with the whole index; before, the first pass (which
+    cannot see base.py) kept it an error unless attention.py happened to be checked again."""
+    pkg = tmp_path / "pkg"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text("")
+    (pkg / "base.py").write_text(f"import torch.nn.functional as F\n\n\ndef helper(x):\n    return {BILINEAR}\n\n\n" + PLAIN_BASE)
+    (pkg / "attention.py").write_text(
+        "import torch.nn.functional as F\n\nfrom pkg.base import BasePredictor\n\n\n"
+        f"class Processor:\n    def __call__(self, x):\n        return {BILINEAR}\n\n\n"
+        "class Attention(BasePredictor):\n    def __init__(self):\n        self.processor = Processor()\n"
+    )
+    found = {Path(f.path).name: f.severity.value for f in check_paths([str(pkg)], Config(), jobs=1).findings}
+    assert found == {"attention.py": "warning", "base.py": "error"}
+    (pkg / "base.py").write_text(f"import torch.nn.functional as F\n\n\ndef helper(x):\n    return {BILINEAR}\n\n\n" + MODULE_BASE)
+    found = {Path(f.path).name: f.severity.value for f in check_paths([str(pkg)], Config(), jobs=1).findings}
+    assert found == {"attention.py": "error", "base.py": "error"}
+
+
+def test_port_fix_with_a_warm_cache_still_leaves_the_site_alone(tmp_path):
+    """port-fix asks port-check, whose cache did not keep a finding's `untrained` (before: the
+    second run rewrote the predictor's resize). The cache keeps the condition now."""
+    from candle_port.api import fix_paths
+
+    pkg = _predictor_tree(tmp_path, PLAIN_BASE)
+    config = Config(cache_dir=str(tmp_path / "cache"))
+    for _ in range(2):
+        report = fix_paths([str(pkg)], config=config, write=False)
+        (result,) = [r for r in report.results if r.path.endswith("predict.py")]
+        assert not result.fixed and [s.reason.split(":")[0] for s in result.skipped] == ["not on a training path"]

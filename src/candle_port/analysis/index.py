@@ -863,8 +863,7 @@ class ProjectIndex:
                 if wrapper is not None or classes:
                     used.append([ref, repr(wrapper), classes])
             elif ref.startswith("b:"):
-                if self.plain_class(name):
-                    used.append([ref, "plain"])
+                continue  # whether its class trains is decided after the passes (engine._decide_training)
             else:
                 value = self.constant(name)
                 if value is not None:

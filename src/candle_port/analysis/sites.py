@@ -16,7 +16,7 @@ from candle_port.analysis.grad_mode import no_grad_reason
 from candle_port.analysis.names import Alias, ClassInfo, Collection, Import, Param, Resolver, Scope, ScopeBuilder, all_params, dotted_name
 from candle_port.analysis.names import Value as Assigned
 from candle_port.analysis.super_init import value_through_super
-from candle_port.analysis.training import untrained_reason
+from candle_port.analysis.training import condition_holds, untrained_condition
 from candle_port.analysis.values import Source, Value, code_of, evaluate, omitted, partial_literals
 
 _DEFAULTS = {
@@ -43,7 +43,8 @@ class Site:
     classes or rebound from one class to another, the expressions that name this site's API
     (port-fix swaps them). `no_grad`: `with torch.no_grad()` / `@torch.inference_mode()` when the call runs with
     gradients off (grad_mode.py). `untrained`: why the site is on no training path, "" when it
-    may be (training.py). `chosen_from`: `POOLS[dim - 1]`, for
+    may be (training.py); `untrained_if`: what decides that, from this file alone
+    (training.untrained_condition: the engine decides it again with the whole project index). `chosen_from`: `POOLS[dim - 1]`, for
     kinds "chosen" and "picked". `lookup` decides names from the project index (values.Lookup).
     For kind "wrapper": `wrapper`, the wrapper's qualified name, and `wrapper_default`, the mode
     its default gives when not passed."""
@@ -69,6 +70,7 @@ class Site:
         "used_as",
         "rebound_classes",
         "untrained",
+        "untrained_if",
     )
 
     def __init__(
@@ -113,6 +115,7 @@ class Site:
         self.used_as = used_as
         self.rebound_classes = rebound_classes
         self.untrained = ""
+        self.untrained_if = None
 
     def replace(self, **changes) -> "Site":
         """A copy of this site with `changes` (port-fix moves a site onto its rewritten call)."""
@@ -259,7 +262,8 @@ def scan_module(tree: ast.Module, text: str = "", index=None, package: str = "",
         contexts = builder.call_contexts.get(site.call)
         if contexts:
             site.no_grad = no_grad_reason(contexts, resolver, source)
-        site.untrained = untrained_reason(site, resolver, local, module)
+        site.untrained_if = untrained_condition(site, resolver, module)
+        site.untrained = condition_holds(site.untrained_if, local)
     sites.sort(key=lambda s: (s.call.lineno, s.call.col_offset))
     refs = external_refs(builder, resolver, module, sites, plain)
     return Scan(sites, builder, resolver, tree, source, summary, refs, local.own_wrapper_names(module))

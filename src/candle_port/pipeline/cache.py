@@ -22,6 +22,11 @@ from candle_port.pipeline.findings import FileError, FileResult, Finding, Severi
 
 DEFAULT_CACHE_DIR = ".candle_port_cache"
 
+# What an entry holds, in the key: an entry of another layout is never read as this one. 2: a
+# finding in a class is stored as if it may train, with what decides it (`untrained_if`), and the
+# verdict is made each run with that run's project index (engine._decide_training).
+SCHEMA = 2
+
 
 def _json():
     """json, imported by the first cache read or write: a run with --no-cache never needs it."""
@@ -49,7 +54,7 @@ def checker_fingerprint() -> str:
 class ResultCache:
     def __init__(self, directory: Path, config_fingerprint: str) -> None:
         self.directory = Path(directory)
-        self._salt = f"{__version__}\0{checker_fingerprint()}\0{config_fingerprint}\0".encode()
+        self._salt = f"{__version__}\0{SCHEMA}\0{checker_fingerprint()}\0{config_fingerprint}\0".encode()
 
     def key(self, path: str, data: bytes) -> str:
         digest = new_digest(self._salt)
@@ -81,6 +86,10 @@ class ResultCache:
                 Finding(**{**f, "severity": Severity(f["severity"]), "fixes": tuple(f["fixes"])})
                 for f in raw["findings"]
             ]
+            pending = raw.get("untrained_if") or ()
+            if not _are_training_conditions(pending, len(result.findings)):
+                return None
+            result.untrained_if = tuple((i, reason, tuple(own), tuple(map(tuple, users))) for i, reason, own, users in pending)
             if raw.get("error"):
                 if not _is_file_error(raw["error"]):
                     return None
@@ -99,6 +108,7 @@ class ResultCache:
             "summary": result.summary,
             "refs": list(result.refs),
             "call_words": sorted(result.call_words) if result.call_words is not None else None,
+            "untrained_if": [[i, reason, list(own), [list(u) for u in users]] for i, reason, own, users in result.untrained_if],
         }
         # A name no other writer uses (this process, a counter), created exclusively: what
         # tempfile.mkstemp does, without importing tempfile in every worker.
@@ -142,6 +152,21 @@ def _fields_are(raw, fields: dict, required: tuple[str, ...]) -> bool:
 
 def _are_strings(values) -> bool:
     return isinstance(values, (list, tuple)) and all(isinstance(v, str) for v in values)
+
+
+def _are_training_conditions(raw, findings: int) -> bool:
+    """[[finding index, reason, [names], [[names], ...]], ...] (FileResult.untrained_if)."""
+    if not isinstance(raw, (list, tuple)):
+        return False
+    for entry in raw:
+        if not isinstance(entry, list) or len(entry) != 4:
+            return False
+        i, reason, own, users = entry
+        if isinstance(i, bool) or not isinstance(i, int) or not 0 <= i < findings or not isinstance(reason, str):
+            return False
+        if not _are_strings(own) or not isinstance(users, list) or not all(_are_strings(u) for u in users):
+            return False
+    return True
 
 
 def _is_finding(raw) -> bool:

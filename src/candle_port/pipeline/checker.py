@@ -105,12 +105,16 @@ def site_position(site: Site) -> tuple[int, int, int]:
     return line, column + 1, call.end_lineno or call.lineno
 
 
-def findings_for_scan(scan: Scan, text: str, path: str, config: Config) -> list[Finding]:
+def findings_for_scan(scan: Scan, text: str, path: str, config: Config, pending: list | None = None) -> list[Finding]:
+    """The findings of a scan's sites. With `pending` (a tree's file, whose training verdict the
+    engine decides with the whole project index: engine._decide_training), a finding whose verdict
+    depends on the index is made as if it may train and listed there as (finding, condition)."""
     rules = [rule for rule in all_rules() if config.enabled(rule.code, path)]
     if not rules:
         return []
     suppressed = suppressions(text)
     findings: list[Finding] = []
+    deferred: list[tuple[Finding, tuple]] = []
     for site in scan.sites:
         line, column, end_line = site_position(site)
         lines = (line, end_line)
@@ -121,33 +125,40 @@ def findings_for_scan(scan: Scan, text: str, path: str, config: Config) -> list[
                 if hit.backward_only and detached_input(site):
                     continue  # `F.interpolate(x.detach(), ...)`: no gradient reaches it
                 severity, message = hit.severity or rule.default_severity, hit.message
-                untrained = ""
+                untrained, defer = "", False
                 if site.kind == "chosen" or (site.kind == "value" and site.chosen_from):
                     severity = Severity.WARNING  # only one of the layers runs
                 if site.no_grad and hit.backward_only:
                     severity = Severity.WARNING
                     message += f" (under `{site.no_grad}`: {NO_GRAD_REASON})"
+                elif pending is not None and site.untrained_if is not None and not config.include_untrained:
+                    defer = True
                 elif site.untrained and not config.include_untrained:
                     severity = Severity.WARNING  # analysis/training.py
                     message += f" (not on a training path: {site.untrained})"
                     untrained = site.untrained
-                findings.append(
-                    Finding(
-                        code=rule.code,
-                        path=path,
-                        line=line,
-                        column=column,
-                        message=message,
-                        severity=config.severity_of(rule.code, severity),
-                        why=rule.why,
-                        fixes=hit.fixes,
-                        end_line=end_line,
-                        hint="" if hit.fixes or site.kind == "wrapper" else hit.hint,  # by hand: where no strategy applies
-                        wrapper=site.wrapper,
-                        untrained=untrained,
-                    )
+                finding = Finding(
+                    code=rule.code,
+                    path=path,
+                    line=line,
+                    column=column,
+                    message=message,
+                    severity=config.severity_of(rule.code, severity),
+                    why=rule.why,
+                    fixes=hit.fixes,
+                    end_line=end_line,
+                    hint="" if hit.fixes or site.kind == "wrapper" else hit.hint,  # by hand: where no strategy applies
+                    wrapper=site.wrapper,
+                    untrained=untrained,
                 )
+                findings.append(finding)
+                if defer:
+                    deferred.append((finding, site.untrained_if))
     findings.sort(key=lambda f: (f.line, f.column, f.code))
+    if pending is not None and deferred:
+        at = {id(f): i for i, f in enumerate(findings)}
+        for f, (reason, own, users) in deferred:
+            pending.append((at[id(f)], reason, tuple(sorted(own)), tuple(tuple(sorted(u)) for u in users)))
     return findings
 
 
@@ -160,6 +171,7 @@ def check_text(
     module: str = "",
     prefiltered: bool = False,
     skip_unrelated: bool = False,
+    defer_training: bool = False,
 ) -> FileResult:
     """Check one source text; a syntax error becomes the result's `error`, also in a text that
     names no API unless `prefiltered` (the caller found that it may hold a site: a tree's file).
@@ -170,6 +182,8 @@ def check_text(
     `skip_unrelated`: functions that cannot hold a site are not parsed (analysis/relevance.py);
     the result then keeps the words they could reach another module's wrapper by, for the later
     pass that checks it again if one of them turns out to be a new wrapper's name.
+    `defer_training`: findings whose training verdict depends on other modules are left as if
+    they may train, with what decides it in the result's `untrained_if` (engine._decide_training).
     """
     config = config or Config()
     result = FileResult(path)
@@ -190,7 +204,10 @@ def check_text(
             return result
         scan = scan_module(tree, text, index, package, module, path)
     result.parsed = True
-    result.findings = findings_for_scan(scan, text, path, config) if scan.sites else []
+    pending: list | None = [] if defer_training else None
+    result.findings = findings_for_scan(scan, text, path, config, pending) if scan.sites else []
+    if pending:
+        result.untrained_if = tuple(pending)
     if scan.summary is not None and not scan.summary.empty():
         result.summary = scan.summary.to_json()
     result.refs = tuple(sorted(scan.refs))

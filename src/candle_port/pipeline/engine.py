@@ -11,7 +11,7 @@ from candle_port.pipeline.cache import ResultCache
 from candle_port.pipeline.cache import prune as prune_cache
 from candle_port.config import Config
 from candle_port.pipeline.discovery import discover
-from candle_port.pipeline.findings import FileError, FileResult, Finding
+from candle_port.pipeline.findings import FileError, FileResult, Finding, Severity
 from candle_port.pipeline.isolation import OverCpuBudget, isolated, within_cpu_seconds
 from candle_port.pipeline.parallel import FILE_CPU_SECONDS, map_files, runs_in_parallel, workers_inherit_memory
 from candle_port.pipeline.prefilter import is_vendored_runtime, may_hold_sites
@@ -84,7 +84,8 @@ def check_file(
 
     module, package = module_name_of(path)
     result = isolated(
-        path, lambda: check_text(source.text, path, config, index, package, module, prefiltered=True, skip_unrelated=True)
+        path,
+        lambda: check_text(source.text, path, config, index, package, module, prefiltered=True, skip_unrelated=True, defer_training=True),
     )
     if isinstance(result, FileError):
         return FileResult(path, error=result)  # never cached: a deeper stack or a fix may read it
@@ -299,7 +300,50 @@ def check_files_with_index(
 ):
     """(results, the project index or None). Two passes: every file alone (its sites, and its summary for the project index), then the
     files whose findings depend on the index (a wrapper call, an imported constant, enum or
-    subclass) again, with it. Both run on every core and use the cache."""
+    subclass) again, with it. Both run on every core and use the cache. Last, whether each
+    finding in a class is on a training path, with the whole index (_decide_training)."""
+    results, index = _check_with_index(files, config, cache_dir, jobs, progress)
+    _decide_training(results, index, config)
+    return results, index
+
+
+def _decide_training(results: list[FileResult], index, config: Config) -> None:
+    """Make the findings that are on no training path warnings saying why (analysis/training.py).
+
+    Each file's check left them as if they may train, with what decides it (its class's bases in
+    other modules, and those of the classes of its module that name it: FileResult.untrained_if).
+    Decided here, once, with the complete index: a file is not checked again when the module of
+    a base is summarized in a later pass, and a cached result never holds a verdict made with an
+    older index (the other modules' classes may have changed since it was cached)."""
+    pending = [result for result in results if result.untrained_if]
+    if not pending:
+        return
+    from candle_port.analysis.index import ModuleSummary, ProjectIndex, module_name_of
+    from candle_port.analysis.training import condition_holds
+
+    whole = index if index is not None else ProjectIndex([])
+    for result in pending:
+        # As the check saw it (sites.scan_module): the index with this module as the file is now.
+        if result.summary:
+            summary = ModuleSummary.from_json(result.summary)
+        else:
+            summary = ModuleSummary(module_name_of(result.path)[0], result.path)
+        local = whole.overlay(summary)
+        findings = list(result.findings)
+        for i, reason, own, users in result.untrained_if:
+            why = condition_holds((reason, own, users), local)
+            if why:
+                finding = findings[i]
+                findings[i] = finding.replace(
+                    severity=config.severity_of(finding.code, Severity.WARNING),
+                    message=f"{finding.message} (not on a training path: {why})",
+                    untrained=why,
+                )
+        result.findings = findings
+        result.untrained_if = ()  # decided: deciding again would add the reason twice
+
+
+def _check_with_index(files: list[str], config: Config, cache_dir: str | None, jobs: int | None, progress):
     results = _first_pass(files, config, cache_dir, jobs, progress)
     _summarize_value_modules(files, results)
     if not any(r.summary for r in results):

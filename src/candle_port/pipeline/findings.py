@@ -92,9 +92,12 @@ class FileResult(MutableRecord):
     define. `call_words`: for a file the first pass did not parse, the names it may call a wrapper
     by (analysis/mentions.call_words); for one parsed with functions left out, the same words for
     those functions (analysis/relevance.recheck_names). A later pass reads it again only when a
-    new wrapper has one of them."""
+    new wrapper has one of them. `untrained_if`: for findings made as if they may train whose
+    verdict depends on other modules' classes, (finding's index, reason, names that must all be
+    plain classes, names of each class that keeps it on the path when all plain): the engine
+    decides them with the whole project index (engine._decide_training, analysis/training.py)."""
 
-    __slots__ = ("path", "findings", "error", "parsed", "summary", "refs", "call_words")
+    __slots__ = ("path", "findings", "error", "parsed", "summary", "refs", "call_words", "untrained_if")
 
     def __init__(
         self,
@@ -105,6 +108,7 @@ class FileResult(MutableRecord):
         summary: dict | None = None,
         refs: tuple[str, ...] = (),
         call_words: frozenset[str] | None = None,
+        untrained_if: tuple = (),
     ) -> None:
         self.path = path
         self.findings = [] if findings is None else findings
@@ -113,3 +117,4 @@ class FileResult(MutableRecord):
         self.summary = summary
         self.refs = refs
         self.call_words = call_words
+        self.untrained_if = untrained_if
