@@ -31,6 +31,45 @@ def parity_ports() -> Path:
     return target / "debug" / "parity-ports"
 
 
+PORT_MANIFEST = """[package]
+name = "{name}"
+version = "0.0.0"
+edition = "2021"
+publish = false
+
+[dependencies]
+candle = {{ package = "candle-core", version = "=0.11.0" }}
+candle-nn = "=0.11.0"
+serde = {{ version = "1", features = ["derive"] }}
+serde_json = "1"
+
+[workspace]
+"""
+
+
+def build_instrumented(crate: Path, name: str, sources: dict[str, str]) -> tuple[Path, str]:
+    """A binary crate `name` of `sources` (file name -> text, main.rs among them), run through
+    `port-fix --instrument` against this checkout's candle-port-parity (a second run must change
+    nothing) and built offline in the workspace's target directory (its Cargo.lock, so only the
+    crate itself compiles): the binary, and port-fix's summary."""
+    (crate / "src").mkdir(parents=True)
+    for file, text in sources.items():
+        (crate / "src" / file).write_text(text)
+    (crate / "Cargo.toml").write_text(PORT_MANIFEST.format(name=name))
+    shutil.copy(ROOT / "Cargo.lock", crate / "Cargo.lock")
+    fixed = candle_port("fix", "--instrument", "--parity-crate", str(ROOT / "crates" / "candle-port-parity"), str(crate))
+    assert fixed.returncode == 0, fixed.stderr[-2000:]
+    assert "candle-port-parity = { path = " in (crate / "Cargo.toml").read_text()
+    again = candle_port("fix", "--instrument", "--check", str(crate))
+    assert again.returncode == 0, again.stderr  # twice is once
+    target = Path(os.environ.get("CARGO_TARGET_DIR", ROOT / "target"))
+    cargo = shutil.which("cargo") or str(Path.home() / ".cargo" / "bin" / "cargo")
+    build = subprocess.run([cargo, "build", "--offline", "--message-format=short"], cwd=crate, capture_output=True,
+                           text=True, env={**os.environ, "CARGO_TARGET_DIR": str(target)})
+    assert build.returncode == 0, build.stderr[-3000:]
+    return target / "debug" / name, fixed.stderr
+
+
 def candle_port(*args: str, cwd: Path = ROOT) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "candle_port", *args], cwd=cwd, capture_output=True, text=True)
 

@@ -11,7 +11,6 @@ built in the workspace's target directory (about 20 s on 2 cores once candle is 
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import subprocess
 import sys
@@ -19,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.parity.conftest import ROOT, candle_port, write_reference
+from tests.parity.conftest import build_instrumented, candle_port, write_reference
 from tests.test_rust_corpus import rust_corpus  # noqa: F401 - the fixture
 from tests.test_train_both import _cargo_or_skip
 
@@ -49,46 +48,14 @@ fn main() -> candle::Result<()> {
     Ok(())
 }
 """
-MANIFEST = """[package]
-name = "instrumented-beit"
-version = "0.0.0"
-edition = "2021"
-publish = false
-
-[dependencies]
-candle = { package = "candle-core", version = "=0.11.0" }
-candle-nn = "=0.11.0"
-
-[workspace]
-"""
-
-
 @pytest.fixture(scope="module")
 def instrumented(tmp_path_factory, rust_corpus) -> tuple[Path, str]:  # noqa: F811
     """The binary of the instrumented crate, and port-fix's summary."""
     _cargo_or_skip()
-    crate = tmp_path_factory.mktemp("instrumented") / "beit"
-    (crate / "src").mkdir(parents=True)
     published = (rust_corpus / "candle-transformers-0.11.0" / "src" / "models" / "beit.rs").read_text()
     assert published.count(SCALE) == 1
-    (crate / "src" / "beit.rs").write_text(published)
-    (crate / "src" / "beit_defect.rs").write_text(published.replace(SCALE, DEFECT))
-    (crate / "src" / "main.rs").write_text(MAIN)
-    (crate / "Cargo.toml").write_text(MANIFEST)
-    shutil.copy(ROOT / "Cargo.lock", crate / "Cargo.lock")
-
-    fixed = candle_port("fix", "--instrument", "--parity-crate", str(ROOT / "crates" / "candle-port-parity"), str(crate))
-    assert fixed.returncode == 0, fixed.stderr[-2000:]
-    assert "candle-port-parity = { path = " in (crate / "Cargo.toml").read_text()
-    again = candle_port("fix", "--instrument", "--check", str(crate))
-    assert again.returncode == 0, again.stderr  # twice is once
-
-    target = Path(os.environ.get("CARGO_TARGET_DIR", ROOT / "target"))
-    cargo = shutil.which("cargo") or str(Path.home() / ".cargo" / "bin" / "cargo")
-    build = subprocess.run([cargo, "build", "--offline", "--message-format=short"], cwd=crate, capture_output=True,
-                           text=True, env={**os.environ, "CARGO_TARGET_DIR": str(target)})
-    assert build.returncode == 0, build.stderr[-3000:]
-    return target / "debug" / "instrumented-beit", fixed.stderr
+    sources = {"beit.rs": published, "beit_defect.rs": published.replace(SCALE, DEFECT), "main.rs": MAIN}
+    return build_instrumented(tmp_path_factory.mktemp("instrumented") / "beit", "instrumented-beit", sources)
 
 
 @pytest.fixture(scope="module")

@@ -14,15 +14,13 @@ model built in the workspace's target directory.
 from __future__ import annotations
 
 import json
-import os
-import shutil
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
-from tests.parity.conftest import ROOT, candle_port, write_reference
+from tests.parity.conftest import build_instrumented, candle_port, write_reference
 from tests.test_rust_corpus import rust_corpus  # noqa: F401 - the fixture
 from tests.test_train_both import _cargo_or_skip
 
@@ -47,41 +45,13 @@ fn main() -> candle::Result<()> {
     Ok(())
 }
 """
-MANIFEST = """[package]
-name = "instrumented-vit"
-version = "0.0.0"
-edition = "2021"
-publish = false
-
-[dependencies]
-candle = { package = "candle-core", version = "=0.11.0" }
-candle-nn = "=0.11.0"
-serde = { version = "1", features = ["derive"] }
-serde_json = "1"
-
-[workspace]
-"""
-
-
 @pytest.fixture(scope="module")
 def instrumented_vit(tmp_path_factory, rust_corpus) -> Path:  # noqa: F811
     _cargo_or_skip()
-    crate = tmp_path_factory.mktemp("instrumented") / "vit"
-    (crate / "src").mkdir(parents=True)
     published = (rust_corpus / "candle-transformers-0.11.0" / "src" / "models" / "vit.rs").read_text()
     assert published.count(TRACING) == 1
-    (crate / "src" / "vit.rs").write_text(published.replace(TRACING, PLAIN))
-    (crate / "src" / "main.rs").write_text(MAIN)
-    (crate / "Cargo.toml").write_text(MANIFEST)
-    shutil.copy(ROOT / "Cargo.lock", crate / "Cargo.lock")
-    fixed = candle_port("fix", "--instrument", "--parity-crate", str(ROOT / "crates" / "candle-port-parity"), str(crate))
-    assert fixed.returncode == 0, fixed.stderr[-2000:]
-    target = Path(os.environ.get("CARGO_TARGET_DIR", ROOT / "target"))
-    cargo = shutil.which("cargo") or str(Path.home() / ".cargo" / "bin" / "cargo")
-    build = subprocess.run([cargo, "build", "--offline", "--message-format=short"], cwd=crate, capture_output=True,
-                           text=True, env={**os.environ, "CARGO_TARGET_DIR": str(target)})
-    assert build.returncode == 0, build.stderr[-3000:]
-    return target / "debug" / "instrumented-vit"
+    crate = tmp_path_factory.mktemp("instrumented") / "vit"
+    return build_instrumented(crate, "instrumented-vit", {"vit.rs": published.replace(TRACING, PLAIN), "main.rs": MAIN})[0]
 
 
 def test_renamed_layers_are_compared_under_torchs_names(instrumented_vit, tmp_path):

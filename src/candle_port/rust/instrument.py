@@ -29,6 +29,8 @@ with its reason. Twice is once: a struct that has the field and a forward that r
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 from candle_port.pipeline.findings import FileError
 from candle_port.rewriters.results import Fixed, FixResult, Skipped
 
@@ -139,12 +141,29 @@ def _type_name(node) -> str:
     return _last_segment(node)
 
 
-def _candle_nn_var_builder(root, renames: dict[str, str]) -> bool:
-    """Whether a bare `VarBuilder` in this file is candle-nn's (imported from candle_nn, or its
-    rename), not candle-transformers' quantized one, which has no prefix()."""
+class Builders(NamedTuple):
+    """How this file names candle-nn's VarBuilder: `bare` when a plain `VarBuilder` is
+    candle-nn's, and the names that stand for the crate (`candle_nn`, a Cargo rename, a
+    `use candle_nn as nn;`)."""
+
+    bare: bool
+    crates: frozenset
+
+
+def _candle_nn_var_builder(root, renames: dict[str, str]) -> Builders:
+    """Whether a bare `VarBuilder` in this file is candle-nn's (imported from candle_nn, its
+    Cargo rename or an in-file alias), not candle-transformers' quantized one, which has no
+    prefix()."""
     nn_names = {"candle_nn"} | {alias for alias, target in renames.items() if target == "candle_nn"}
+    uses = [n for n in root.named_children if n.type == "use_declaration"]
+    for use in uses:  # `use candle_nn as nn;`
+        argument = use.child_by_field_name("argument")
+        if argument is not None and argument.type == "use_as_clause":
+            path, alias = argument.child_by_field_name("path"), argument.child_by_field_name("alias")
+            if path is not None and alias is not None and path.text.decode("utf-8") in nn_names:
+                nn_names.add(alias.text.decode("utf-8"))
     found = False
-    for use in (n for n in root.named_children if n.type == "use_declaration"):
+    for use in uses:
         argument = use.child_by_field_name("argument")
         text = argument.text.decode("utf-8") if argument is not None else ""
         if "VarBuilder" not in text:
@@ -152,21 +171,21 @@ def _candle_nn_var_builder(root, renames: dict[str, str]) -> bool:
         if text.split("::", 1)[0] in nn_names and "quantized" not in text:
             found = True
         else:
-            return False
-    return found
+            return Builders(False, frozenset(nn_names))
+    return Builders(found, frozenset(nn_names))
 
 
-def _is_var_builder(type_node, nn_builder: bool) -> bool:
+def _is_var_builder(type_node, builders: Builders) -> bool:
     node = type_node
     while node is not None and node.type in ("reference_type", "generic_type"):
         node = node.child_by_field_name("type")
     if node is None:
         return False
     if node.type == "type_identifier":
-        return node.text == b"VarBuilder" and nn_builder
+        return node.text == b"VarBuilder" and builders.bare
     if node.type == "scoped_type_identifier":
         text = node.text.decode("utf-8")
-        return text.endswith("::VarBuilder") and text.startswith("candle_nn::")
+        return text.endswith("::VarBuilder") and text.split("::", 1)[0] in builders.crates and "quantized" not in text
     return False
 
 
@@ -248,7 +267,7 @@ def _forward_edits(fn, data: bytes):
     return out or None
 
 
-def _struct_edits(key: tuple, structs: dict, root, data: bytes, nn_builder: bool, edits: list, prepared: set) -> str | None:
+def _struct_edits(key: tuple, structs: dict, root, data: bytes, nn_builder: Builders, edits: list, prepared: set) -> str | None:
     """Give struct `key` (module path, name) the field and each of its constructors the prefix
     (edits appended); None when done, "" when it has the field already, else why it cannot be."""
     scope, owner = key
@@ -276,6 +295,8 @@ def _struct_edits(key: tuple, structs: dict, root, data: bytes, nn_builder: bool
             # Built by a path from another module (`gpt::Block { .. }`): which struct is it?
             where = literal.start_point[0] + 1
             return f"{owner} is also built at line {where} in another module of this file"
+    # `Self { activation: false, ..self }` carries the field over from its base: nothing to add.
+    literals = [n for n in literals if not _has_base(n)]
     if not literals:
         return f"{owner} is never built in this file"
     builders: dict[int, tuple] = {}
@@ -299,6 +320,12 @@ def _struct_edits(key: tuple, structs: dict, root, data: bytes, nn_builder: bool
     edits.extend(pending)
     prepared.update(fn.child_by_field_name("body").start_byte for fn, _ in builders.values())
     return None
+
+
+def _has_base(literal) -> bool:
+    """Whether a struct literal ends in `..base`, which fills the fields it does not name."""
+    body = literal.child_by_field_name("body")
+    return body is not None and any(c.type == "base_field_initializer" for c in body.named_children)
 
 
 def _module_path(node) -> tuple:
@@ -341,7 +368,7 @@ def _enclosing(node, types: tuple, stop: str | None = None):
     return None
 
 
-def _builder_param(fn, nn_builder: bool) -> str | None:
+def _builder_param(fn, nn_builder: Builders) -> str | None:
     """The name of the function's one candle-nn VarBuilder parameter, or None."""
     params = fn.child_by_field_name("parameters")
     found = []
