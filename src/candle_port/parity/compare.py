@@ -15,6 +15,7 @@ module (in that order) with a failing gradient: everything after it agrees.
 from __future__ import annotations
 
 import json
+import itertools
 import math
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -48,6 +49,7 @@ class Judged:
     allowed: float = 0.0
     shape: list = field(default_factory=list)
     candle_shape: list = field(default_factory=list)
+    layout: str = ""  # the order of candle's dims that matched torch's layout, e.g. "(0, 2, 3, 1)"
     module_class: str = ""
     source: str = ""
 
@@ -127,6 +129,25 @@ def _diff(a: torch.Tensor, b: torch.Tensor) -> float:
     return float(d64.max())
 
 
+MAX_PERMUTED_RANK = 5  # 120 orders at most
+
+
+def _best_layout(candle_t: torch.Tensor, torch_t: torch.Tensor) -> tuple[float, str]:
+    """The smallest max|candle - torch| over the orders of candle's dims, each then reshaped to
+    torch's shape (the plain reshape first: a tie keeps it), and the order that gave it
+    ("" for the plain reshape)."""
+    best, layout = _diff(candle_t.reshape(torch_t.shape), torch_t), ""
+    if best == 0.0 or candle_t.dim() > MAX_PERMUTED_RANK:
+        return best, layout
+    for order in itertools.permutations(range(candle_t.dim())):
+        if order == tuple(range(candle_t.dim())):
+            continue
+        d = _diff(candle_t.permute(order).reshape(torch_t.shape), torch_t)
+        if d < best:
+            best, layout = d, str(order)
+    return best, layout
+
+
 def _max_abs(t: torch.Tensor) -> float:
     """max|t| over its finite values."""
     if not t.numel():
@@ -149,14 +170,17 @@ class _Judge:
             row.status = "missing"
             return row
         row.candle_shape = list(candle_t.shape)
+        scale = max(_max_abs(torch_t), floor, 1e-300)
         if tuple(candle_t.shape) != tuple(torch_t.shape):
-            if candle_t.numel() == torch_t.numel():
-                candle_t = candle_t.reshape(torch_t.shape)  # a port that flattens differently is judged by values
-            else:
+            if candle_t.numel() != torch_t.numel():
                 row.status = "shape"
                 return row
-        scale = max(_max_abs(torch_t), floor, 1e-300)
-        diff = _diff(candle_t, torch_t)
+            # A port that flattens differently is judged by values; one that keeps another
+            # layout (a module returning (B, C, H, W) where torch's returns (B, H*W, C)) by the
+            # order of its dims that agrees best.
+            diff, row.layout = _best_layout(candle_t, torch_t)
+        else:
+            diff = _diff(candle_t, torch_t)
         row.rel = diff / scale
         if self.rtol is not None or self.atol is not None:
             row.allowed = ((self.atol or 0.0) + (self.rtol or 0.0) * scale) / scale

@@ -39,7 +39,8 @@ def _row(r) -> str:
     label = {"match": "ok", "DIFFERS": "DIFFERS", "missing": "not recorded", "shape": "SHAPE",
              "no-gradient": "NO GRADIENT"}[r.status]
     if r.status in ("match", "DIFFERS"):
-        return f"{r.name}: {_figure(r.rel)} of scale (allowed {_figure(r.allowed)}) {label}"
+        read = f" [candle's dims read in the order {r.layout}]" if r.layout else ""
+        return f"{r.name}: {_figure(r.rel)} of scale (allowed {_figure(r.allowed)}) {label}{read}"
     if r.status == "shape":
         return f"{r.name}: shape {r.candle_shape} in candle, {r.shape} in torch"
     return f"{r.name}: {label}"
