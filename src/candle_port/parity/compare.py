@@ -80,6 +80,10 @@ class Comparison:
     losses: dict | None = None
     tolerance: dict = field(default_factory=dict)
     not_recorded: int = 0
+    # Modules that differ inside an enclosing module that agrees: the port draws the module's
+    # boundary elsewhere (an activation applied after it, not in it), or the enclosing module
+    # damps the difference below its tolerance (a layer scale). compare cannot tell which.
+    boundaries: list = field(default_factory=list)
 
     @property
     def exit_code(self) -> int:
@@ -263,11 +267,27 @@ def compare(directory: Path, factor: float = NOISE_FACTOR, rtol: float | None = 
         row = judge(key, m["name"], "module", torch_side[key], candle[key], mod_floor)
         row.module_class, row.source = m.get("class", ""), m.get("source", "")
         result.modules.append(row)
+    agreeing = {r.name.split("#")[0] for r in result.modules if r.status == "match"}
+
+    def agreeing_ancestor(name: str) -> str:
+        module = _module_of(name.split("#")[0])
+        while module and module not in agreeing:
+            module = _module_of(module)
+        return module
+
     failing = [r for r in result.modules if r.status != "match"]
+    inside = {}
+    for r in failing:
+        ancestor = agreeing_ancestor(r.name)
+        if ancestor:
+            inside[r.name] = ancestor
+            result.boundaries.append({"module": r.name, "inside": ancestor})
     if failing:
-        first = failing[0]
+        # A divergence that reaches its enclosing module's output first; else the first one.
+        first = next((r for r in failing if r.name not in inside), failing[0])
         result.first_divergence = {"module": first.name, "class": first.module_class, "source": first.source,
-                                   "rel": first.rel, "allowed": first.allowed, "status": first.status}
+                                   "rel": first.rel, "allowed": first.allowed, "status": first.status,
+                                   "inside_agreeing": inside.get(first.name, "")}
 
     # Backward: every parameter torch has a gradient for.
     order = {name: i for i, name in enumerate(manifest.get("parameters", []))}
@@ -287,7 +307,10 @@ def compare(directory: Path, factor: float = NOISE_FACTOR, rtol: float | None = 
     result.without_gradient = sorted(without)
     result.gradient_hint = side.get("hint")
     bad_grads = [g for g in result.gradients if g.status != "match"]
-    if bad_grads and not failing and all(r.status == "match" for r in result.outputs):
+    # The backward is located when the forward agrees, modules that differ only inside agreeing
+    # ones aside (their difference does not reach the model's output).
+    propagating = [r for r in failing if r.name not in inside]
+    if bad_grads and not propagating and all(r.status == "match" for r in result.outputs):
         order = {m["name"].split("#")[0]: i for i, m in enumerate(modules)}
 
         def position(param: str) -> int:

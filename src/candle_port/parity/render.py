@@ -58,11 +58,15 @@ def render(c: Comparison, verbose: bool = False) -> str:
                        f"allowed {_figure(d['allowed'])}", "  ")
         if d.get("source"):
             lines += _wrap(f"defined at {_short_path(d['source'])}", "    ")
-    elif c.backward_divergence:
+        if d.get("inside_agreeing"):
+            lines += _wrap(f"inside {d['inside_agreeing']}, which agrees: a boundary drawn elsewhere, or a "
+                           "difference the enclosing module damps (see Forward)", "    ")
+    if c.backward_divergence:  # with a first divergence only when that one is inside an agreeing module
         d = c.backward_divergence
         where = d["module"] or "(the model itself)"
         then = f" or in what runs after it: {', '.join(d['then'])}" if d.get("then") else ""
-        lines += _wrap(f"forward agrees; the backward goes wrong in {where} ({d['class'] or 'parameter'}: "
+        lead = "the enclosing modules agree" if c.first_divergence else "forward agrees"
+        lines += _wrap(f"{lead}; the backward goes wrong in {where} ({d['class'] or 'parameter'}: "
                        f"{d['parameter']} {d['status']}){then}; the gradients of every module after that agree", "  ")
         if d.get("source"):
             lines += _wrap(f"defined at {_short_path(d['source'])}", "    ")
@@ -104,6 +108,12 @@ def render(c: Comparison, verbose: bool = False) -> str:
         lines.append(f"  modules recorded by the port: {len(c.modules)}, diverging: {len(bad)}")
         for r in (c.modules if verbose else bad[:10]):
             lines += _wrap(_row(r), "    ")
+        if c.boundaries:
+            lines += _wrap(f"{len(c.boundaries)} of them differ inside a module that agrees ("
+                           + ", ".join(f"{b['module']} in {b['inside']}" for b in c.boundaries[:4])
+                           + (", ..." if len(c.boundaries) > 4 else "")
+                           + "): the port may draw their boundaries elsewhere (an activation applied after "
+                           "the module, not in it), or the enclosing module damps the difference", "  ")
     else:
         lines += _wrap("no module outputs recorded by the port (call candle_port_parity::record(name, &xs) "
                        "to locate a forward divergence by torch module name)", "  ")

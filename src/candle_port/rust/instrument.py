@@ -48,8 +48,9 @@ _DIVERGING = (b"bail!", b"candle::bail!", b"candle_core::bail!", b"todo!", b"uni
 
 
 def may_hold_forwards(text: str) -> bool:
-    """A cheap screen: only a file with a forward and a VarBuilder can be instrumented."""
-    return "fn forward" in text and "VarBuilder" in text
+    """A cheap screen: only a file with a forward (or a functional `Func::new` module) and a
+    VarBuilder can be instrumented."""
+    return ("fn forward" in text or "Func::new" in text or "FuncT::new" in text) and "VarBuilder" in text
 
 
 def instrument_rust_text(text: str, path: str, renames: dict[str, str] | None = None) -> FixResult:
@@ -98,6 +99,7 @@ def instrument_rust_text(text: str, path: str, renames: dict[str, str] | None = 
                 continue  # records already
             edits.extend(wrapped)
             result.fixed.append(Fixed(CODE, line, column, STRATEGY, shown))
+    _func_edits(root, nn_builder, data, edits, prepared, result)
     if not edits:
         return result
     new = _apply(data, edits).decode("utf-8")
@@ -421,6 +423,53 @@ def _append_field(container, item: str, data: bytes):
     else:
         text = (b"" if comma else b",") + b" " + item.encode() + (b"," if comma else b"")
     return [(end, end, text)]
+
+
+def _func_edits(root, nn_builder: Builders, data: bytes, edits: list, prepared: set, result: FixResult) -> None:
+    """Functional modules: `Func::new(move |xs| BODY)` (and `FuncT::new`) built in a function
+    that takes a candle-nn VarBuilder (candle-transformers' ResNet, ConvNeXt, RepVGG,
+    MobileNetV4 are written so) records BODY under that VarBuilder's prefix. Each closure gets
+    its own copy of the name (`{ let parity_name = parity_name.clone(); move |xs| ... }`), so a
+    function may build several."""
+    for call in (n for n in _walk(root) if n.type == "call_expression"):
+        callee = call.child_by_field_name("function")
+        if callee is None or not callee.text.endswith((b"Func::new", b"FuncT::new")):
+            continue
+        arguments = call.child_by_field_name("arguments")
+        closures = [c for c in (arguments.named_children if arguments else []) if c.type not in _COMMENTS]
+        if len(closures) != 1 or closures[0].type != "closure_expression":
+            continue
+        closure = closures[0]
+        body = closure.child_by_field_name("body")
+        if body is None or body.text.startswith(f"{RECORDED}(".encode()):
+            continue  # records already
+        line, column = call.start_point[0] + 1, call.start_point[1] + 1
+        fn = _enclosing(call, ("function_item",))
+        shown = f"{_name(fn) if fn is not None else '?'} (Func)"
+        builder = _builder_param(fn, nn_builder) if fn is not None else None
+        if builder is None:
+            result.skipped.append(Skipped(CODE, line, column, f"{shown}: built in a function without a candle-nn VarBuilder parameter, so its name is unknown there; not instrumented"))
+            continue
+        if not any(c.type == "move" for c in closure.children):
+            result.skipped.append(Skipped(CODE, line, column, f"{shown}: the closure is not `move`, so it cannot own the name; not instrumented"))
+            continue
+        block = fn.child_by_field_name("body")
+        if block.start_byte not in prepared and f"let {FIELD} =".encode() not in block.text:
+            edits.extend(_prepend_statement(block, f"let {FIELD} = {builder}.prefix();", data))
+            prepared.add(block.start_byte)
+        edits.append((closure.start_byte, closure.start_byte, f"{{ let {FIELD} = {FIELD}.clone(); ".encode()))
+        # `{ expr }`, a block of one expression: wrap the expression (braces around a function
+        # argument would warn, `unused_braces`); any other body is wrapped whole.
+        inner = [c for c in body.named_children if c.type not in _COMMENTS] if body.type == "block" else []
+        value = _tail(body) if len(inner) == 1 else None
+        value = value if value is not None and value.type != "return_expression" else body
+        edits.append((value.start_byte, value.start_byte, f"{RECORDED}(".encode()))
+        if value.end_byte == closure.end_byte:  # one insertion where both end, in this order
+            edits.append((value.end_byte, value.end_byte, f", &{FIELD}) }}".encode()))
+        else:
+            edits.append((value.end_byte, value.end_byte, f", &{FIELD})".encode()))
+            edits.append((closure.end_byte, closure.end_byte, b" }"))
+        result.fixed.append(Fixed(CODE, line, column, STRATEGY, shown))
 
 
 def _prepend_statement(block, statement: str, data: bytes):
