@@ -114,16 +114,16 @@ class WrapperCallFilter(Record):
                 functions.add(rest[-1])
                 gateways.setdefault(rest[-1], set()).add(module)
         by_target: dict[str, list[str]] = {}
-        by_name: dict[str, list[tuple[str, str]]] = {}  # `S.name -> X.name`: (S, X) by name
+        by_name: dict[str, dict[str, list[str]]] = {}  # `S.name -> X.name`: by name, X -> [S]
         for alias, target in aliases:
             by_target.setdefault(target, []).append(alias)
             source, _, last = alias.rpartition(".")
             if target.endswith("." + last) and source:
-                by_name.setdefault(last, []).append((source, target[: -len(last) - 1]))
+                by_name.setdefault(last, {}).setdefault(target[: -len(last) - 1], []).append(source)
         found = cls(
             frozenset(functions),
             frozenset(methods),
-            {name: _reachable(modules, by_target, by_name.get(name, ())) for name, modules in gateways.items()},
+            {name: _reachable(modules, by_target, by_name.get(name, {})) for name, modules in gateways.items()},
         )
         found.aliases = {}
         for alias, target in aliases:
@@ -177,12 +177,12 @@ class WrapperCallFilter(Record):
 _MAX_ALIAS_HOPS = 16
 
 
-def _reachable(modules: set[str], by_target: dict[str, list[str]], reexports) -> frozenset[str]:
+def _reachable(modules: set[str], by_target: dict[str, list[str]], reexports: dict[str, list[str]]) -> frozenset[str]:
     """Every module M such that `M.<attributes>.name` may resolve to the `name` defined or
     re-exported in one of `modules` (ProjectIndex._split): those modules and every package above
     them (a package whose `__init__` the index has not summarized re-exports a name defined below
     it); then, to a fixed point, a module with an import `M.x -> T` (or a star import `M -> T`)
-    of such a T, and every package above it; and `S` for `S.name -> X.name` (`reexports`: (S, X))
+    of such a T, and every package above it; and `S` for `S.name -> X.name` (`reexports`: X -> [S])
     with X such a module. A module reached through an alias of one of its packages
     (`M.x.y` for `M.x -> T` with `T.y` in the set) is found when a file's import is tested
     (WrapperCallFilter._reaches), not listed here: a module that imports its own package would
@@ -194,7 +194,7 @@ def _reachable(modules: set[str], by_target: dict[str, list[str]], reexports) ->
         while module and module not in found:
             found.add(module)
             work.extend(by_target.get(module, ()))
-            work.extend(source for source, target in reexports if target == module)
+            work.extend(reexports.get(module, ()))
             module = module.rpartition(".")[0]
     return frozenset(found)
 
