@@ -57,6 +57,108 @@ def test_a_file_that_cannot_call_a_wrapper_is_not(text: str):
     assert not FILTER.may_call(text)
 
 
+# `resize` defined (or re-exported) only in pkg.models._hf_models.hf_onnx_community, as kornia's
+# wrapper is in its models/_hf_models/hf_onnx_community.py; pkg/api.py aliases that module
+# (`from .models._hf_models import hf_onnx_community as onnx`), pkg/everything.py star-imports it.
+DEEP = "pkg.models._hf_models.hf_onnx_community"
+DEEP_FILTER = WrapperCallFilter.for_names(
+    [(DEEP, f"{DEEP}.resize")],
+    [("pkg.api.onnx", DEEP), ("pkg.everything", DEEP), ("pkg.models.UNet", "pkg.models.unet.UNet")],
+)
+PIL_CALL = "img = image.resize((4, 4))\n"
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        pytest.param("from ..models import UNet\n" + PIL_CALL, id="relative-import-of-a-package-above"),
+        pytest.param("from pkg.models import UNet\n" + PIL_CALL, id="absolute-import-of-a-package-above"),
+        pytest.param("import numpy as np\nfrom PIL import Image\n" + PIL_CALL, id="other-packages"),
+        pytest.param("from ..models import (\n    UNet,  # the model\n    VAE,\n)\n" + PIL_CALL, id="parenthesized-with-comment"),
+        pytest.param("import pkg.models.unet as U\n" + PIL_CALL, id="aliased-module-beside-it"),
+    ],
+)
+def test_an_attribute_call_through_no_module_that_reaches_the_wrapper_is_not_parsed(text: str):
+    """The words of `from ..models import UNet` (`models`) are among those of the wrapper's module,
+    but `UNet.resize` cannot be it: the import statement's module, resolved, is compared."""
+    assert not DEEP_FILTER.may_call(text, "pkg.pipelines")
+
+
+@pytest.mark.parametrize(
+    ("text", "package"),
+    [
+        pytest.param("from ..models._hf_models import hf_onnx_community\n" + PIL_CALL, "pkg.pipelines", id="relative"),
+        pytest.param("from .._hf_models import hf_onnx_community as H\nH.resize(x)\n", "pkg.models.sub", id="relative-two-up"),
+        pytest.param("from . import hf_onnx_community\n" + PIL_CALL, "pkg.models._hf_models", id="relative-same-package"),
+        pytest.param("import pkg.models._hf_models.hf_onnx_community as H\n" + PIL_CALL, "other", id="absolute-as"),
+        pytest.param("import pkg.models\n" + PIL_CALL, "other", id="import-binds-the-top-package"),
+        pytest.param("from .. import models\n" + PIL_CALL, "pkg.pipelines", id="a-package-above-the-module"),
+        pytest.param("from pkg.api import onnx\n" + PIL_CALL, "other", id="module-alias"),
+        pytest.param("from pkg import api\n" + PIL_CALL, "other", id="package-of-a-module-alias"),
+        pytest.param("from pkg.everything import x\nfrom pkg import everything\n" + PIL_CALL, "other", id="star-reexport"),
+        pytest.param("import os; import pkg.models as M\n" + PIL_CALL, "other", id="after-a-semicolon"),
+        pytest.param("try: from pkg.models import _hf_models\nexcept ImportError: pass\n" + PIL_CALL, "other", id="after-a-colon"),
+        pytest.param("from pkg.models \\\n    import _hf_models\n" + PIL_CALL, "other", id="backslash-in-from"),
+        pytest.param("def f():\n    from pkg import models\n    return models.x.resize(1)\n", "other", id="function-level"),
+    ],
+)
+def test_an_attribute_call_through_a_module_that_reaches_the_wrapper_is_parsed(text: str, package: str):
+    assert DEEP_FILTER.may_call(text, package)
+
+
+@pytest.mark.parametrize(
+    ("text", "package"),
+    [
+        pytest.param("from pkg.models import *\n" + PIL_CALL, "pkg.pipelines", id="star-import"),
+        pytest.param("from numpy import *\n" + PIL_CALL, "pkg.pipelines", id="star-import-elsewhere"),
+        pytest.param("import importlib\nm = importlib.import_module(name)\n" + PIL_CALL, "pkg.pipelines", id="importlib"),
+        pytest.param("m = __import__(name)\n" + PIL_CALL, "pkg.pipelines", id="dunder-import"),
+        pytest.param("from ..... import models\n" + PIL_CALL, "pkg.pipelines", id="relative-above-the-top"),
+        pytest.param("from ..models import UNet\n" + PIL_CALL, None, id="package-not-known"),
+        pytest.param("from ..models import UNet\n" + PIL_CALL, "", id="not-in-a-package"),
+        pytest.param("from numpy \\\n    import linalg\n" + PIL_CALL, "pkg.pipelines", id="from-continued-by-backslash"),
+    ],
+)
+def test_an_import_the_text_does_not_resolve_lets_the_file_through(text: str, package):
+    assert DEEP_FILTER.may_call(text, package)
+
+
+def test_a_file_importing_a_package_beside_the_wrappers_module_is_not_parsed_again(tmp_path: Path):
+    """End to end: `from ..models import UNet` with PIL's `image.resize(` is not parsed in the
+    second pass; the call through the wrapper's module, imported relatively, is a finding."""
+    _tree(tmp_path, {
+        "pkg/__init__.py": "",
+        "pkg/models/__init__.py": "",
+        "pkg/models/unet.py": "class UNet:\n    pass\n",
+        "pkg/models/_hf_models/__init__.py": "",
+        "pkg/models/_hf_models/hf_onnx_community.py": WRAPPER,
+        "pkg/pipelines/__init__.py": "",
+        "pkg/pipelines/pil.py": "from ..models import UNet\ndef f(image):\n    return UNet(), image.resize((4, 4))\n",
+        "pkg/pipelines/user.py": (
+            "from ..models._hf_models import hf_onnx_community as H\n"
+            "def f(x):\n    return H.resize(x, 4, mode='bicubic')\n"
+        ),
+    })
+    report = check_paths([str(tmp_path)], Config(), jobs=1)
+    by_file = {Path(r.path).name: r for r in report.results}
+    assert [(f.code, "bicubic" in f.message) for f in by_file["user.py"].findings] == [("CP104", True)]
+    assert not by_file["pil.py"].parsed
+
+
+def test_imported_modules_resolves_each_import_form():
+    from candle_port.analysis.mentions import imported_modules
+
+    text = (
+        "import os, a.b.c\nimport d.e as f\nfrom .g import (h,\n  i as j)  # k\nfrom .. import l\n"
+        "x = 1  # import m\ns = 'important'\nfrom n.o import p; import q\n"
+        "    from r \\\n import t\n"
+    )
+    assert imported_modules(text, "pkg.sub") is None  # the last `from` is continued by a backslash
+    text = text[: text.index("    from r")]
+    assert imported_modules(text, "pkg.sub") == {"os", "a", "d.e", "pkg.sub.g.h", "pkg.sub.g.i", "pkg.l", "n.o.p", "q"}
+    assert imported_modules("from .g import h\n", None) is None
+
+
 def test_call_words_hold_every_name_a_file_can_call_a_wrapper_by():
     """The first pass keeps a skipped file's call words: a later pass reads the file again only if
     a wrapper's name is among them, so they must cover every text may_call accepts."""

@@ -751,10 +751,11 @@ class ProjectIndex:
         """The names whose call in another module may be a site: wrappers and project subclasses."""
         return self._wrapper_call_filter().short_names()
 
-    def mentioned_in(self, text: str) -> bool:
+    def mentioned_in(self, text: str, package: str | None = None) -> bool:
         """Whether `text` may call a wrapper or construct a project subclass of an API through an
-        import: the second pass's prefilter (analysis/mentions.py)."""
-        return self._wrapper_call_filter().may_call(text)
+        import: the second pass's prefilter (analysis/mentions.py). `package`: the file's, for
+        its relative imports (None: not known)."""
+        return self._wrapper_call_filter().may_call(text, package)
 
     def _wrapper_call_filter(self):
         found = getattr(self, "_call_filter", None)
@@ -776,7 +777,12 @@ class ProjectIndex:
                 (name, f"{name}.{cls}") for name, summary in self.modules.items() for cls in summary.classes
                 if self.external_names(f"{name}.{cls}")
             ]
-            found = self._call_filter = WrapperCallFilter.for_names(pairs)
+            aliases = [  # how `.name(` on an imported module reaches a gateway: module-level imports...
+                (f"{name}.{local}", target) for name, summary in self.modules.items()
+                for local, target in summary.imports.items()
+            ]
+            aliases += [(name, star) for name, summary in self.modules.items() for star in summary.stars]  # ...and star imports
+            found = self._call_filter = WrapperCallFilter.for_names(pairs, aliases)
         return found
 
     def _module_of(self, qualified: str) -> str:

@@ -452,7 +452,7 @@ class Resolver:
         self._external = external
         # qualified_names by (node, scope, depth): a call is resolved for its site, its summary
         # and its external refs in turn. forget() when what `external` answers changes.
-        self._names: dict[tuple[int, int, int], frozenset[str]] = {}
+        self._names: dict[tuple[int, int, int], tuple[ast.expr, frozenset[str]]] = {}
 
     def forget(self) -> None:
         self._names.clear()
@@ -476,9 +476,11 @@ class Resolver:
     def qualified_names(self, node: ast.expr, scope: Scope, depth: int = 0) -> frozenset[str]:
         key = (id(node), id(scope), depth)
         found = self._names.get(key)
-        if found is None:
-            found = self._names[key] = frozenset(self._qualified_names(node, scope, depth))
-        return found
+        if found is None or found[0] is not node:
+            # The node is kept with its answer: a node made for one question (sites._getattr_sites'
+            # `nn.MaxPool1d` for `getattr(nn, "MaxPool1d")`) and freed would leave its id to the next.
+            found = self._names[key] = (node, frozenset(self._qualified_names(node, scope, depth)))
+        return found[1]
 
     def _qualified_names(self, node: ast.expr, scope: Scope, depth: int) -> set[str]:
         if depth > _MAX_ALIAS_DEPTH:

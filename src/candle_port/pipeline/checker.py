@@ -187,7 +187,7 @@ def check_text(
     """
     config = config or Config()
     result = FileResult(path)
-    if not prefiltered and not may_hold_sites(text) and (index is None or not index.mentioned_in(text)):
+    if not prefiltered and not may_hold_sites(text) and (index is None or not index.mentioned_in(text, package)):
         # One text (check_source, stdin): its syntax errors are reported like ruff's, though it
         # holds no site. A tree's files are prefiltered instead (docs/port-check.md says why).
         tree = parse(text, path)

@@ -131,7 +131,9 @@ def _without_parse(path: str, text: str, index=None, known_without_sites: bool =
             from candle_port.analysis.mentions import call_words
 
             return FileResult(path, call_words=call_words(text))
-        if not index.mentioned_in(text):
+        from candle_port.analysis.index import module_name_of
+
+        if not index.mentioned_in(text, module_name_of(path)[1]):
             return FileResult(path)
     return None
 
