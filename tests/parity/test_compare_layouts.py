@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import torch
 
-from candle_port.parity.compare import _Judge
+from candle_port.parity.compare import _activation_between, _Judge
 from candle_port.parity.render import _row
 
 
@@ -35,3 +35,11 @@ def test_other_values_still_differ_and_other_sizes_are_a_shape_mismatch():
     torch_t = (candle_t + 1.0).permute(0, 2, 3, 1).reshape(1, 64, 16)
     assert judge(torch_t, candle_t).status == "DIFFERS"
     assert judge(torch.randn(1, 65, 16), candle_t).status == "shape"
+
+
+def test_an_output_taken_before_an_activation_is_recognised():
+    candle_t = torch.randn(2, 8, 4, 4)
+    assert _activation_between(candle_t, torch.relu(candle_t), 1e-6) == "relu"
+    assert _activation_between(candle_t, torch.nn.functional.silu(candle_t), 1e-6) == "silu"
+    assert _activation_between(candle_t, candle_t * 2.0, 1e-6) == ""
+    assert _activation_between(None, candle_t, 1e-6) == ""

@@ -133,6 +133,24 @@ def _diff(a: torch.Tensor, b: torch.Tensor) -> float:
     return float(d64.max())
 
 
+# Activations a port may apply after a module where torch's module applies it inside.
+ACTIVATIONS = {"relu": torch.relu, "gelu": torch.nn.functional.gelu, "silu": torch.nn.functional.silu,
+               "hardswish": torch.nn.functional.hardswish, "relu6": torch.nn.functional.relu6}
+
+
+def _activation_between(candle_t: torch.Tensor | None, torch_t: torch.Tensor, allowed: float) -> str:
+    """The activation `act` with `torch's = act(candle's)` within the row's tolerance, if one is:
+    the port applies it after this module, torch's module inside. "" when none fits."""
+    if candle_t is None or candle_t.numel() != torch_t.numel() or not torch_t.is_floating_point():
+        return ""
+    candle_t = candle_t.reshape(torch_t.shape).to(torch_t.dtype)
+    scale = max(_max_abs(torch_t), 1e-300)
+    for name, act in ACTIVATIONS.items():
+        if _diff(act(candle_t), torch_t) / scale <= max(allowed, 1e-6):
+            return name
+    return ""
+
+
 MAX_PERMUTED_RANK = 5  # 120 orders at most
 
 
@@ -281,7 +299,12 @@ def compare(directory: Path, factor: float = NOISE_FACTOR, rtol: float | None = 
         ancestor = agreeing_ancestor(r.name)
         if ancestor:
             inside[r.name] = ancestor
-            result.boundaries.append({"module": r.name, "inside": ancestor})
+            key = f"module:{r.name}"
+            activation = _activation_between(candle.get(key), torch_side[key], r.allowed)
+            result.boundaries.append({"module": r.name, "inside": ancestor, "activation_after": activation})
+            if activation:  # torch's = act(candle's): a boundary drawn elsewhere, not a divergence
+                r.status = "boundary"
+    failing = [r for r in failing if r.status != "boundary"]
     if failing:
         # A divergence that reaches its enclosing module's output first; else the first one.
         first = next((r for r in failing if r.name not in inside), failing[0])

@@ -37,8 +37,8 @@ def _figure(x: float) -> str:
 
 def _row(r) -> str:
     label = {"match": "ok", "DIFFERS": "DIFFERS", "missing": "not recorded", "shape": "SHAPE",
-             "no-gradient": "NO GRADIENT"}[r.status]
-    if r.status in ("match", "DIFFERS"):
+             "no-gradient": "NO GRADIENT", "boundary": "boundary (torch's module ends after an activation)"}[r.status]
+    if r.status in ("match", "DIFFERS", "boundary"):
         read = f" [candle's dims read in the order {r.layout}]" if r.layout else ""
         return f"{r.name}: {_figure(r.rel)} of scale (allowed {_figure(r.allowed)}) {label}{read}"
     if r.status == "shape":
@@ -104,16 +104,21 @@ def render(c: Comparison, verbose: bool = False) -> str:
     for r in c.outputs:
         lines += _wrap(_row(r), "  ")
     if c.modules:
-        bad = [r for r in c.modules if r.status != "match"]
+        bad = [r for r in c.modules if r.status not in ("match", "boundary")]
         lines.append(f"  modules recorded by the port: {len(c.modules)}, diverging: {len(bad)}")
         for r in (c.modules if verbose else bad[:10]):
             lines += _wrap(_row(r), "    ")
         if c.boundaries:
+            after = [b for b in c.boundaries if b.get("activation_after")]
             lines += _wrap(f"{len(c.boundaries)} of them differ inside a module that agrees ("
                            + ", ".join(f"{b['module']} in {b['inside']}" for b in c.boundaries[:4])
                            + (", ..." if len(c.boundaries) > 4 else "")
                            + "): the port may draw their boundaries elsewhere (an activation applied after "
                            "the module, not in it), or the enclosing module damps the difference", "  ")
+            if after:
+                lines += _wrap(f"{len(after)} of these are torch's output before its activation (torch's = "
+                               f"{after[0]['activation_after']}(candle's), e.g. {after[0]['module']}): boundaries, "
+                               "not divergences", "    ")
     else:
         lines += _wrap("no module outputs recorded by the port (call candle_port_parity::record(name, &xs) "
                        "to locate a forward divergence by torch module name)", "  ")
