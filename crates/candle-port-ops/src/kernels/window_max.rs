@@ -173,6 +173,26 @@ fn plane_argmax<T: WithDType>(w: &AxisWindows, src: &[T], values: &[T], idx: &mu
     }
 }
 
+/// The contiguous data range of a `(planes, windows)` operand (the maxima, the gradient).
+fn per_window(
+    name: &str,
+    what: &str,
+    layout: &Layout,
+    planes: usize,
+    windows: usize,
+) -> Result<(usize, usize)> {
+    let Some(range) = layout.contiguous_offsets() else {
+        bail!("{name}: the {what} must be contiguous")
+    };
+    if layout.dims() != [planes, windows] {
+        bail!(
+            "{name}: {what} of shape {:?} for {planes} planes of {windows} windows",
+            layout.dims()
+        );
+    }
+    Ok(range)
+}
+
 /// The input as `(planes, plane)` and its contiguous data range.
 fn planes_of(name: &str, layout: &Layout, w: &AxisWindows) -> Result<(usize, usize, usize)> {
     let Some((start, end)) = layout.contiguous_offsets() else {
@@ -252,21 +272,8 @@ impl CustomOp3 for WindowMaxGrad {
         let w = &self.windows;
         let (planes, start, end) = planes_of(self.name(), layout, w)?;
         let p = w.windows();
-        let (Some((vs, ve)), Some((gs, ge))) = (
-            values_layout.contiguous_offsets(),
-            grad_layout.contiguous_offsets(),
-        ) else {
-            bail!(
-                "{}: the maxima and the gradient must be contiguous",
-                self.name()
-            )
-        };
-        if values_layout.dims() != [planes, p] || grad_layout.dims() != [planes, p] {
-            bail!(
-                "{}: maxima and gradient must be ({planes}, {p})",
-                self.name()
-            );
-        }
+        let (vs, ve) = per_window(self.name(), "maxima", values_layout, planes, p)?;
+        let (gs, ge) = per_window(self.name(), "gradient", grad_layout, planes, p)?;
         fn run<T: WithDType>(w: &AxisWindows, x: &[T], v: &[T], g: &[T], planes: usize) -> Vec<T> {
             let p = w.windows();
             let mut gx = vec![T::zero(); planes * w.plane];
@@ -331,16 +338,7 @@ impl CustomOp2 for WindowArgmax {
         let w = &self.windows;
         let (planes, start, end) = planes_of(self.name(), layout, w)?;
         let p = w.windows();
-        let Some((vs, ve)) = values_layout.contiguous_offsets() else {
-            bail!("{}: the maxima must be contiguous", self.name())
-        };
-        if values_layout.dims() != [planes, p] {
-            bail!(
-                "{}: maxima of shape {:?} for {planes} planes of {p} windows",
-                self.name(),
-                values_layout.dims()
-            );
-        }
+        let (vs, ve) = per_window(self.name(), "maxima", values_layout, planes, p)?;
         fn run<T: WithDType>(w: &AxisWindows, x: &[T], values: &[T], planes: usize) -> Vec<u32> {
             let p = w.windows();
             let mut idx = vec![0u32; planes * p];
